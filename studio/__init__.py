@@ -1,0 +1,5 @@
+"""Compliance Studio.
+
+Deliberately empty: the pure packages (studio.logic, studio.monitor, ...) must import without
+Django or Celery, and importing them runs this file first. The Celery app lives in `worker`.
+"""

@@ -1,0 +1,58 @@
+"""The one NinjaAPI: a router per app, OpenAPI at /api/openapi.json, docs at /api/docs."""
+
+from django.http import Http404
+from ninja import NinjaAPI
+from ninja.errors import AuthenticationError, ValidationError
+
+from .core import AUTH, ServiceError
+
+api = NinjaAPI(title="Compliance Studio API", version="1", auth=AUTH, urls_namespace="api",
+               docs_url="/docs")
+
+
+@api.exception_handler(ServiceError)
+def service_error(request, exc: ServiceError):
+    body = {"detail": exc.message}
+    if exc.field:
+        body["field"] = exc.field
+    if exc.details:
+        body["details"] = exc.details
+    return api.create_response(request, body, status=exc.status)
+
+
+@api.exception_handler(Http404)
+def not_found(request, exc):
+    return api.create_response(request, {"detail": "not found"}, status=404)
+
+
+@api.exception_handler(AuthenticationError)
+def unauthenticated(request, exc):
+    return api.create_response(request, {"detail": "authentication required: a bearer token "
+                                         "or a signed-in session"}, status=401)
+
+
+@api.exception_handler(ValidationError)
+def invalid(request, exc: ValidationError):
+    return api.create_response(request, {"detail": "invalid request", "errors": exc.errors},
+                               status=422)
+
+
+def _register_routers() -> None:
+    # Each app owns its router in <app>/api.py (and rules also authoring_api.py); imported here
+    # so URL loading wires them all.
+    from importlib import import_module
+
+    for module_name, prefix in [("workspaces.api", "/w/"), ("rules.api", "/w/"),
+                                ("rules.authoring_api", "/"), ("rules.guards_api", "/"),
+                                ("traces.api", "/w/"),
+                                ("audits.api", "/w/"), ("live.api", "/")]:
+        try:
+            module = import_module(f"studio.{module_name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"studio.{module_name}":
+                raise
+            continue
+        api.add_router(prefix, module.router)
+
+
+_register_routers()

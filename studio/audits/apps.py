@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class AuditsConfig(AppConfig):
+    name = "studio.audits"
+    label = "audits"
+    verbose_name = "Audits"

@@ -1,0 +1,49 @@
+"""`manage.py audit LOG.jsonl [...] --rules RULES [--format json|text]`: the offline audit.
+
+Exit status: 0 when every line was audited, 1 when some lines were bad (each reported on stderr
+with its file and line number; the rest still audited), 2 when the rules or a log cannot be used.
+"""
+
+import json
+import sys
+
+from django.core.management.base import BaseCommand, CommandError
+
+from studio.monitor.audit import Audit, RulesFileError, load_rules, render_text
+
+
+class Command(BaseCommand):
+    help = "Audit JSONL agent logs against LTL rules (one `name: formula` per line)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("logs", nargs="+", metavar="LOG.jsonl", help="JSON-lines logs")
+        parser.add_argument("--rules", required=True, help="rules file: `name: formula` lines")
+        parser.add_argument("--format", choices=("json", "text"), default="text")
+
+    def handle(self, *args, **options):
+        try:
+            rules = load_rules(options["rules"])
+        except RulesFileError as exc:
+            raise CommandError(str(exc), returncode=2) from None
+        audit = Audit(rules)
+        bad_lines = 0
+
+        def on_error(error):
+            nonlocal bad_lines
+            bad_lines += 1
+            self.stderr.write(str(error))
+
+        for path in options["logs"]:
+            try:
+                audit.add_file(path, on_error)
+            except OSError as exc:
+                raise CommandError(f"{path}: cannot read log: {exc.strerror}", returncode=2) from None
+        audit.errors.clear()  # already reported as they came
+        report = audit.report()
+        if options["format"] == "json":
+            self.stdout.write(json.dumps(report, ensure_ascii=False))
+        else:
+            self.stdout.write(render_text(report), ending="")
+        if bad_lines:
+            self.stderr.write(f"{bad_lines} bad line{'s' if bad_lines != 1 else ''} skipped")
+            sys.exit(1)

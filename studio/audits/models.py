@@ -1,0 +1,167 @@
+"""Audit runs, their batches of sessions, per-session per-rule results and violations."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from studio.rules.models import RuleSet, RuleVersion
+from studio.traces.models import Event, TraceSession, Upload
+from studio.workspaces.models import Workspace
+
+
+class RunStatus(models.TextChoices):
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+
+
+class AuditRun(models.Model):
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="audit_runs")
+    rule_set = models.ForeignKey(RuleSet, null=True, blank=True, on_delete=models.SET_NULL,
+                                 related_name="audit_runs")
+    # The approved versions the run audits, fixed when it starts.
+    rule_versions = models.ManyToManyField(RuleVersion, related_name="audit_runs")
+    # The workspace's enabled labelers when the run started, [{"kind", "atom", "config"}]: every
+    # batch (and every redelivery of one) labels events the same way, whatever is edited later.
+    labelers = models.JSONField(default=list, blank=True)
+    upload = models.ForeignKey(Upload, null=True, blank=True, on_delete=models.SET_NULL,
+                               related_name="audit_runs")  # scope; all sessions when empty
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+")
+    status = models.CharField(max_length=20, choices=RunStatus.choices, default=RunStatus.QUEUED)
+    sessions_total = models.PositiveIntegerField(default=0)
+    sessions_done = models.PositiveIntegerField(default=0)
+    batches_total = models.PositiveIntegerField(default=0)
+    batches_done = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    # When its unfinished batches were last enqueued again (by resume or the stall sweeper).
+    requeued_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+
+class BatchStatus(models.TextChoices):
+    PENDING = "pending"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+
+
+class AuditBatch(models.Model):
+    run = models.ForeignKey(AuditRun, on_delete=models.CASCADE, related_name="batches")
+    index = models.PositiveIntegerField()
+    session_ids = models.JSONField(default=list)
+    status = models.CharField(max_length=20, choices=BatchStatus.choices,
+                              default=BatchStatus.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "index"], name="batch_index_unique")]
+        ordering = ["run_id", "index"]
+
+
+class SessionResult(models.Model):
+    run = models.ForeignKey(AuditRun, on_delete=models.CASCADE, related_name="results")
+    batch = models.ForeignKey(AuditBatch, on_delete=models.CASCADE, related_name="results")
+    session = models.ForeignKey(TraceSession, on_delete=models.CASCADE, related_name="results")
+    rule_version = models.ForeignKey(RuleVersion, on_delete=models.PROTECT, related_name="+")
+    steps = models.PositiveIntegerField()
+    verdict = models.CharField(max_length=20)       # TRAC after the last step
+    first_verdict_step = models.PositiveIntegerField(null=True, blank=True)
+    final = models.CharField(max_length=20)         # LTLf at the end of the session
+    residual = models.TextField()
+    violation_count = models.PositiveIntegerField(default=0)
+    # Per-step TRAC verdict changes [(step, verdict)] for the verdict lane.
+    timeline = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "session", "rule_version"],
+                                               name="one_result_per_session_rule")]
+        ordering = ["session_id", "rule_version_id"]
+
+
+class ViolationRecord(models.Model):
+    result = models.ForeignKey(SessionResult, on_delete=models.CASCADE, related_name="violations")
+    trigger = models.PositiveIntegerField()
+    detected = models.PositiveIntegerField()
+    at_end = models.BooleanField(default=False)
+    # Witness entries: [{"step", "labels", "residual"}]; inputs and outputs are the events'.
+    witness = models.JSONField(default=list)
+
+    class Meta:
+        ordering = ["result_id", "detected", "trigger"]
+
+
+class GroundTruth(models.Model):
+    """Whether a session truly violates a rule, as a person (or the game's own record) says.
+
+    Sessions and rules are named, not linked: labels may be loaded before or after the logs and
+    the rules they describe, and survive a session being deleted and uploaded again.
+    """
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE,
+                                  related_name="ground_truth")
+    session = models.CharField(max_length=300)   # TraceSession.external_id
+    rule = models.CharField(max_length=100)      # Rule.name
+    violated = models.BooleanField()
+    source = models.CharField(max_length=255, blank=True)  # the file it came from
+    note = models.TextField(blank=True)
+    # Who loaded the label last, and when (a later import of the same label replaces it).
+    imported_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                    on_delete=models.SET_NULL, related_name="+")
+    imported_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["workspace", "session", "rule"],
+                                               name="one_label_per_session_rule")]
+        ordering = ["rule", "session"]
+
+
+class LabelCorrection(models.Model):
+    """A person's word on whether ``atom`` holds at one event.  It overrides every source of that
+    label - the labels the event arrived with, the built-in atoms, every labeler - in the
+    labeling of any audit batch computed after it, and the session's results in the run the
+    correction was made from are recomputed at once (``corrections.correct_label``)."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
+    event = models.ForeignKey(Event, on_delete=models.CASCADE, related_name="+")
+    atom = models.CharField(max_length=200)
+    value = models.BooleanField()
+    corrected_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                     on_delete=models.SET_NULL, related_name="+")
+    corrected_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["event", "atom"],
+                                               name="one_correction_per_event_atom")]
+        ordering = ["event_id", "atom"]
+
+
+class LabelProvenance(models.Model):
+    """Where a label an LLM labeler gave in an audit run came from: which labeler (by its atom
+    and kind), which model, how confident it was, and its answer (true or false: a false answer
+    is kept too, so a person can see it and correct it).  Written with the batch's results and
+    replaced with them, so it always describes the labels those results were computed from."""
+
+    run = models.ForeignKey(AuditRun, on_delete=models.CASCADE, related_name="label_provenance")
+    batch = models.ForeignKey(AuditBatch, on_delete=models.CASCADE, related_name="+")
+    session = models.ForeignKey(TraceSession, on_delete=models.CASCADE, related_name="+")
+    step = models.PositiveIntegerField()
+    atom = models.CharField(max_length=200)
+    labeler = models.CharField(max_length=20, default="llm")  # the labeler's kind
+    model = models.CharField(max_length=200)
+    confidence = models.FloatField(null=True, blank=True)
+    value = models.BooleanField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "session", "step", "atom"],
+                                               name="one_provenance_per_run_step_atom")]
+        ordering = ["run_id", "session_id", "step", "atom"]

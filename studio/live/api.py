@@ -1,0 +1,196 @@
+"""Live ingestion: an agent posts its events and reads back verdict changes and residuals.
+
+Both routes authenticate themselves (``auth=None``): a bearer token of the workspace, or a
+Standard Webhooks signature over the raw body, which ninja's auth classes cannot check because
+they run before the body is at hand.  See ``intake`` for the order of the checks.
+
+Statuses: 200 every event stored (or already stored); 207 some events refused, the others
+stored, each refusal named by its index; 422 no event could be stored; 401 bad credentials or
+signature; 404 a token of another workspace; 413 too large (also after decompression); 415 an
+unknown Content-Encoding; 429 and 503 with Retry-After (rate limit; database unavailable).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import InterfaceError, OperationalError
+from django.http import HttpRequest, JsonResponse
+from ninja import Field, Router, Schema
+
+from studio.api.core import ServiceError
+
+from . import intake, services
+
+router = Router(tags=["live"])
+
+
+# Schemas describe the answers in the OpenAPI document; the views build them as plain dicts.
+
+class Change(Schema):
+    rule: str
+    step: int
+    verdict: str | None = None
+    violation: dict | None = None
+
+
+class EventResult(Schema):
+    index: int
+    event_id: str | None = None
+    status: str  # stored | duplicate | error
+    step: int | None = None
+    changes: list[Change] = Field(default_factory=list)
+    error: str | None = None
+    field: str | None = None
+
+
+class RuleNow(Schema):
+    rule: str
+    verdict: str
+    residual: str
+    final: str | None
+    violations: int
+
+
+class IngestOut(Schema):
+    session: str
+    steps: int
+    stored: int
+    duplicates: int
+    rejected: int
+    rebuilt: bool
+    events: list[EventResult]
+    rules: list[RuleNow]
+
+
+class RuleIfCandidate(Schema):
+    rule: str
+    violates: bool
+    verdict: str
+    residual: str
+    violations: list[dict]
+
+
+class CandidateResult(Schema):
+    index: int
+    violates: bool | None = None
+    rules: list[RuleIfCandidate] = Field(default_factory=list)
+    error: str | None = None
+    field: str | None = None
+
+
+class CheckOut(Schema):
+    session: str
+    steps: int
+    candidates: list[CandidateResult]
+
+
+class Problem(Schema):
+    detail: str
+    field: str | None = None
+
+
+_EVENT_SCHEMA = {
+    "type": "object",
+    "description": "A canonical event.  Fields outside these are kept under data; the step "
+                   "is assigned on arrival.",
+    "properties": {
+        "event_id": {"type": "string", "maxLength": 200,
+                     "description": "unique per workspace: a repeated id is a duplicate"},
+        "lifeline": {"type": "string"}, "timestamp": {"type": "string", "format": "date-time"},
+        "input": {}, "output": {}, "data": {"type": "object"},
+        "labels": {"type": "array", "items": {"type": "string"}},
+        "message": {"type": "object", "properties": {
+            "id": {"type": "string"}, "peer": {"type": "string"},
+            "kind": {"type": "string", "enum": ["send", "receive"]}}},
+    },
+}
+
+
+def _body_doc(key: str, description: str) -> dict:
+    return {"requestBody": {"required": True, "description": description, "content": {
+        "application/json": {"schema": {"type": "object", "required": [key], "properties": {
+            key: {"type": "array", "items": _EVENT_SCHEMA}}}}}},
+        "security": [{"BearerAuth": []}, {}],
+        "parameters": [{"in": "header", "name": name, "required": False,
+                        "schema": {"type": "string"}, "description": text} for name, text in (
+            ("webhook-id", "Standard Webhooks message id (signed deliveries)"),
+            ("webhook-timestamp", "seconds since 1970, within 300 s of now"),
+            ("webhook-signature", "space-separated v1,<base64 HMAC-SHA256>"),
+            ("Content-Encoding", "gzip, deflate or identity"))]}
+
+
+_ERRORS = {401: Problem, 404: Problem, 413: Problem, 415: Problem, 422: Problem, 429: Problem,
+           503: Problem}
+
+
+def problem(status: int, detail: str, headers: dict | None = None, field: str | None = None):
+    body: dict[str, Any] = {"detail": detail}
+    if field:
+        body["field"] = field
+    response = JsonResponse(body, status=status)
+    for name, value in (headers or {}).items():
+        response[name] = value
+    return response
+
+
+def unavailable():
+    """The database cannot be reached: nothing was stored; the sender retries later."""
+    return problem(503, "the database is unavailable; nothing was stored, retry later",
+                   {"Retry-After": str(intake.DB_RETRY_AFTER_SECONDS)})
+
+
+def _read(request: HttpRequest, slug: str, key: str):
+    raw = intake.raw_body(request)
+    workspace, actor, delivery = intake.authenticate(request, raw, slug)
+    intake.check_rate(workspace, actor)
+    document = intake.parse_json(intake.decoded_body(request, raw))
+    if not isinstance(document, dict) or not isinstance(document.get(key), list):
+        raise ServiceError(f"the body must be a JSON object with an array {key!r}", field=key,
+                           status=422)
+    return workspace, actor, delivery, document[key]
+
+
+def _answer(run):
+    try:
+        return run()
+    except intake.Refused as exc:
+        return problem(exc.status, exc.message, exc.headers)
+    except services.LabelerUnavailable as exc:
+        return problem(exc.status, exc.message, {"Retry-After": str(exc.retry_after)})
+    except ServiceError as exc:
+        return problem(exc.status, exc.message, field=exc.field)
+    except (OperationalError, InterfaceError):
+        return unavailable()
+
+
+@router.post("w/{slug}/live/sessions/{session_id}/events", auth=None,
+             response={200: IngestOut, 207: IngestOut, **_ERRORS},
+             summary="Post events of a live session; get verdict changes and residuals",
+             openapi_extra=_body_doc("events", "{\"events\": [event, ...]}"))
+def post_events(request: HttpRequest, slug: str, session_id: str):
+    def run():
+        workspace, actor, delivery, events = _read(request, slug, "events")
+        result = services.ingest(workspace, session_id, events, services.SOURCE_LIVE, actor,
+                                 delivery_id=delivery)
+        if not result["rejected"]:
+            status = 200
+        elif result["stored"] or result["duplicates"]:
+            status = 207
+        else:
+            status = 422
+        return JsonResponse(result, status=status)
+
+    return _answer(run)
+
+
+@router.post("w/{slug}/live/sessions/{session_id}/check", auth=None,
+             response={200: CheckOut, **_ERRORS},
+             summary="Would these candidate next events violate a rule? Stores nothing",
+             openapi_extra=_body_doc("candidates", "{\"candidates\": [event, ...]}"))
+def check_candidates(request: HttpRequest, slug: str, session_id: str):
+    def run():
+        workspace, _, _, candidates = _read(request, slug, "candidates")
+        return JsonResponse(services.check(workspace, session_id, candidates))
+
+    return _answer(run)

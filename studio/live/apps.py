@@ -1,0 +1,23 @@
+from django.apps import AppConfig
+
+
+class LiveConfig(AppConfig):
+    name = "studio.live"
+    label = "live"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self):
+        from django.db.models.signals import m2m_changed, post_delete, post_save
+
+        from studio.rules.models import Labeler, Rule, RuleSet, RuleVersion
+        from studio.workspaces.models import Workspace
+
+        from .services import forget_contexts
+
+        # What live monitoring is checked against changed: read it again on the next delivery.
+        for model in (Workspace, Rule, RuleVersion, RuleSet, Labeler):
+            post_save.connect(forget_contexts, sender=model, dispatch_uid=f"live-{model.__name__}")
+            post_delete.connect(forget_contexts, sender=model,
+                                dispatch_uid=f"live-del-{model.__name__}")
+        m2m_changed.connect(forget_contexts, sender=RuleSet.rules.through,
+                            dispatch_uid="live-ruleset-rules")

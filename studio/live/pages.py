@@ -1,0 +1,62 @@
+"""The live page: sessions whose events arrive through the webhook, most recently active first,
+each rule's current verdict and residual; the rows are polled every 2 s by htmx (and refreshed
+by a plain link without JavaScript).
+
+A session's verdicts are those of its saved snapshot brought up to date with the few events
+stored after it (``services.current_rules``): what the agent was last answered.
+"""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.db.models import F
+from django.http import HttpRequest
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_safe
+
+from studio.traces.models import TraceSession
+from studio.web.access import workspace_page
+
+from . import services
+
+SESSIONS_PER_PAGE = 25
+POLL_SECONDS = 2
+
+
+def _context(request: HttpRequest, slug: str) -> dict:
+    workspace, roles = workspace_page(request, slug)
+    sessions = (TraceSession.objects.filter(workspace=workspace, source=services.SOURCE_LIVE)
+                .order_by(F("last_event_at").desc(nulls_last=True), "-id"))
+    page = Paginator(sessions, SESSIONS_PER_PAGE).get_page(request.GET.get("page"))
+    context = services.context_for(workspace)
+    live_key = context.versions_key
+    rows = [{"session": s, **services.current_rules(s, context)} for s in page.object_list]
+    auto = request.GET.get("auto") != "off"
+    query = f"page={page.number}" + ("" if auto else "&auto=off")
+    return {"workspace": workspace, "roles": roles, "page": page, "rows": rows,
+            "live_rules": [rule for rule, _ in live_key], "auto": auto, "query": query,
+            "pager_query": "" if auto else "auto=off",
+            "poll_seconds": POLL_SECONDS}
+
+
+@login_required
+@require_safe
+def live(request: HttpRequest, slug: str):
+    context = _context(request, slug)
+    events_path = reverse("api:post_events", kwargs={"slug": slug, "session_id": "SESSION_ID"})
+    context.update({
+        "events_url": request.build_absolute_uri(events_path),
+        "check_url": request.build_absolute_uri(events_path.removesuffix("events") + "check"),
+        "otlp_url": request.build_absolute_uri(reverse("otlp-traces")),
+        "tokens_url": request.build_absolute_uri(reverse("api:create_token",
+                                                         kwargs={"slug": slug})),
+    })
+    return render(request, "live/page.html", context)
+
+
+@login_required
+@require_safe
+def live_rows(request: HttpRequest, slug: str):
+    return render(request, "live/page.html#rows", _context(request, slug))

@@ -1,0 +1,91 @@
+"""OTLP/HTTP JSON at ``/v1/traces``: OpenTelemetry exporters send their spans straight here.
+
+An exporter is configured with the endpoint ``<site>/v1/traces``, the protocol ``http/json`` and
+an ``Authorization: Bearer <token>`` header; the spans go to the token's workspace.  Answers
+follow the OTLP specification: 200 with an ``ExportTraceServiceResponse`` (``partialSuccess``
+naming how many spans were rejected and why, when some were), and on failure a JSON ``Status``
+(``{"code", "message"}``) with 400, 401, 413, 415, or 429/503 with Retry-After, which exporters
+retry.
+"""
+
+from __future__ import annotations
+
+from django.db import InterfaceError, OperationalError
+from django.http import HttpRequest, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+
+from studio.api.core import Actor, ServiceError
+from studio.traces.formats.otlp import decode_traces
+
+from . import intake, services
+
+# google.rpc.Code values for the Status body.
+_GRPC = {400: 3, 401: 16, 404: 5, 405: 12, 413: 3, 415: 3, 422: 3, 429: 8, 503: 14}
+_MESSAGES_SHOWN = 10
+
+
+def _status(status: int, message: str, headers: dict | None = None) -> JsonResponse:
+    response = JsonResponse({"code": _GRPC.get(status, 2), "message": message}, status=status)
+    for name, value in (headers or {}).items():
+        response[name] = value
+    return response
+
+
+@csrf_exempt  # token-authenticated machine route (RELIABILITY 13)
+def otlp_traces(request: HttpRequest):
+    if request.method != "POST":
+        response = _status(405, "POST an ExportTraceServiceRequest")
+        response["Allow"] = "POST"
+        return response
+    if request.content_type != "application/json":
+        return _status(415, "this endpoint takes OTLP/HTTP JSON (Content-Type: "
+                            "application/json); protobuf is not supported")
+    try:
+        return _export(request)
+    except intake.Refused as exc:
+        return _status(exc.status, exc.message, exc.headers)
+    except (OperationalError, InterfaceError):
+        return _status(503, "the database is unavailable; nothing was stored, retry later",
+                       {"Retry-After": str(intake.DB_RETRY_AFTER_SECONDS)})
+
+
+def _export(request: HttpRequest) -> JsonResponse:
+    raw = intake.raw_body(request)
+    token = intake.bearer_token(request)
+    if token is None:
+        raise intake.Refused(401, "authentication required: Authorization: Bearer <token>")
+    actor = Actor(token=token)
+    workspace = token.workspace
+    intake.check_rate(workspace, actor)
+    document = intake.parse_json(intake.decoded_body(request, raw))
+    if not isinstance(document, dict):
+        raise intake.Refused(400, "the body must be an ExportTraceServiceRequest object")
+    decoded = decode_traces(document)
+    rejected = decoded.rejected_spans
+    messages = list(decoded.errors)
+    sessions: dict[str, list[dict]] = {}
+    for event in decoded.events:
+        sessions.setdefault(event["session"], []).append(event)
+    context = services.context_for(workspace) if sessions else None
+    # One transaction per session, in a fixed order: a request never holds two session locks.
+    for session_id in sorted(sessions):
+        events = sessions[session_id]
+        try:
+            result = services.ingest(workspace, session_id, events, services.SOURCE_OTLP, actor,
+                                     context=context)
+        except ServiceError as exc:
+            rejected += len(events)
+            messages.append(f"session {session_id[:80]!r}: {exc.message}")
+            continue
+        for item in result["events"]:
+            if item["status"] == "error":
+                rejected += 1
+                span = events[item["index"]].get("event_id")
+                messages.append(f"span {span}: {item['error']}")
+    if not rejected:
+        return JsonResponse({})
+    shown = "; ".join(messages[:_MESSAGES_SHOWN])
+    if len(messages) > _MESSAGES_SHOWN:
+        shown += f"; and {len(messages) - _MESSAGES_SHOWN} more"
+    return JsonResponse({"partialSuccess": {"rejectedSpans": str(rejected),
+                                            "errorMessage": shown}})

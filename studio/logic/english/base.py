@@ -1,0 +1,38 @@
+"""The interface every English-to-LTL engine answers through (offline grammar, LLM, ...)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from ..formula import Formula
+
+
+@dataclass(frozen=True)
+class Formalisation:
+    """One engine's reading of an English rule.
+
+    ``formula`` is None when the engine could not read the rule; then ``unplaced`` lists the words
+    it could not place with their character offsets in the English text, and ``message`` says why.
+    ``text`` is the formula's printed form (parseable by ``studio.logic.parser.parse``), or "".
+    """
+
+    formula: Formula | None
+    text: str
+    atoms: tuple[str, ...]
+    unplaced: tuple[tuple[str, int], ...] = ()
+    message: str = ""
+    engine: str = "offline"
+
+    @property
+    def ok(self) -> bool:
+        return self.formula is not None
+
+
+@runtime_checkable
+class Formaliser(Protocol):
+    """Anything that turns one English rule into a Formalisation; never raises for bad English."""
+
+    name: str
+
+    def formalise(self, english: str) -> Formalisation: ...

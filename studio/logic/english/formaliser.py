@@ -1,0 +1,1534 @@
+"""The offline English-to-LTL formaliser: structured English in, an LTLf formula out, no model.
+
+Three stages:
+
+1. **Lexing** (``lex``): the text is cut into words, numbers, quoted atoms and punctuation; the
+   keyword phrases of ``lexicon.py`` become one token each ("at some point" -> EVENTUALLY),
+   filler words are dropped ("the", "you", "is"), and every other word is a content word.
+2. **Parsing** (``grammar.lark``, Earley): keywords give the sentence its shape, runs of content
+   words fill the gaps as phrases.  The tree becomes a small syntax tree of clauses.
+3. **Reading** (``_Reader``): each construction becomes a formula, mostly through the pattern
+   builders of ``studio.logic.patterns`` and Dwyer et al.'s scoped patterns (adapted to LTLf).
+
+A phrase names an atom: its content words joined by ``_`` ("take the knife" -> ``take_knife``);
+a quoted "atom" is used verbatim; "the amount exceeds 10000" is the data atom
+``data.amount > 10000``.  Text the grammar cannot read never raises: the answer says which words
+could not be placed, at which character, and why.
+
+The readings where English leaves room (rule authors see the formula and its explanation, so a
+reading they did not mean shows up in review):
+
+* "never P" and "do not P" are ``G !P``, "always P" and "P must hold" ``G P``, "eventually P"
+  and "P must happen" ``F P``;
+* with a modal and no time word, a state is an invariant and an action must happen once: "the
+  truck must be at a location" is ``G``, "the agent must greet the customer" and "the report
+  must be sent" are ``F`` (a verb, or a past participle after "be"); "hold" and "happen" say it
+  explicitly.  "Every request must be answered" is a response from the subject to the predicate;
+* "eventually" and "followed by" include the current step (``F``); "later", "then" and the
+  links after the first of a chain are strictly later (``X F``), as in paper 000's tree formulas;
+* "in the next step" is the strong ``X`` (a trigger at the last step is a violation); "must not
+  ... in the next step" is the weak ``WX``;
+* "within k steps" counts the trigger step (``F[0,k]``); "within the next k steps" does not
+  (``F[1,k]``);
+* "Q only after P", "P before Q", "no Q before P" and a top-level "do not Q until P" are
+  precedence (``!Q W P``: a session without P must not do Q); "do not Q until after P" also
+  forbids Q at the step of P; in a triggered obligation "until" is strong, as in the paper's
+  constrained response ("whenever P, Q must not happen until R" is ``G (P -> (!Q U R))``);
+* a leading "before R," "after Q," "between Q and R," or "after Q until R," is one of Dwyer et
+  al.'s scopes; a trailing "after Q" and "between Q and R" too, but a trailing "before R" is
+  precedence;
+* "P without Q" is ``P & !O Q`` (Q has not happened up to now);
+* "before" with no object ("the package must be unloaded before") is ``Y O`` (strictly earlier);
+* a pronoun takes a noun phrase of the clause before ("take an item ... examine it");
+  coordinated phrases share the words English leaves out ("go to the bedroom or kitchen");
+* "P only in L1 or L2" and "only go to L1 or L2" restrict an action: ``G (P -> P_in_L1 | ...)``.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from pathlib import Path
+
+from lark import Lark, Token as LarkToken, Transformer
+from lark.exceptions import UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
+
+from .. import formula as fm
+from ..formula import (
+    MAX_BOUND,
+    WX,
+    And,
+    Atom,
+    Compare,
+    F,
+    FBounded,
+    Formula,
+    G,
+    GBounded,
+    Implies,
+    Not,
+    O,
+    Or,
+    U,
+    W,
+    X,
+    Y,
+)
+from ..patterns import absence, at_most_once, existence, precedence, universality
+from . import lexicon
+from .base import Formalisation
+
+MAX_TEXT_LENGTH = 4000
+# Counts nest one operator per occurrence; the parser reads formulas up to 200 levels deep.
+MAX_COUNT = 20
+# Searching for the words to leave out costs one parse per word: only for short sentences.
+MAX_TOKENS_FOR_SEARCH = 60
+MAX_TOKENS_FOR_PAIRS = 12
+SEARCH_SECONDS = 0.5    # the search gives up (and names where the parser stopped) after this
+
+
+# ---------------------------------------------------------------------------------------------
+# Lexing
+
+@dataclass
+class Token:
+    """One lexical unit: a keyword phrase, a content word, a number, a quoted atom, ..."""
+
+    kind: str               # grammar terminal name, or DROP / UNPLACEABLE
+    text: str               # the source text it covers
+    start: int              # character offset in the English text
+    value: object = None    # the word, the number, the atom, (op, style) for COMPARE
+    after_determiner: bool = False   # a noun phrase starts here ("the knife")
+    after_copula: bool = False       # a predicate starts here ("the door is closed")
+    pronoun: bool = False
+
+
+class NotUnderstood(Exception):
+    """The English cannot be read; ``tokens`` are the words to blame."""
+
+    def __init__(self, message: str, tokens=()):
+        super().__init__(message)
+        self.message = message
+        self.tokens = [t for t in tokens if t is not None]
+
+
+_RAW = re.compile(r"""
+    (?P<quoted>"[^"\n]*"|“[^”\n]*”|`[^`\n]*`)
+  | (?P<stept>\b[tT]\s*\+\s*1\b)
+  | (?P<number>\$?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w])|\$?\d+(?:\.\d+)?(?![\w]))
+  | (?P<word>[\w][\w]*(?:[:.\-'’][\w]+)*)
+  | (?P<op>>=|<=|==|!=|=|>|<)
+  | (?P<punct>[,;.:!?()])
+  | (?P<space>\s+)
+  | (?P<other>.)
+""", re.VERBOSE)
+
+_PUNCT = {",": "COMMA", ":": "COMMA", ";": "SEP", ".": "SEP", "!": "SEP", "?": "SEP",
+          "(": "LPAR", ")": "RPAR"}
+
+
+@dataclass
+class _Raw:
+    kind: str
+    text: str
+    start: int
+
+    @property
+    def key(self) -> str:
+        """How the lexicon sees the token: lower case, straight apostrophes."""
+        if self.kind == "stept":
+            return "t+1"
+        return self.text.lower().replace("’", "'")
+
+
+def _raw_tokens(text: str) -> list[_Raw]:
+    out = []
+    for m in _RAW.finditer(text):
+        kind = m.lastgroup
+        if kind != "space":
+            out.append(_Raw(kind, m.group(), m.start()))
+    return out
+
+
+def _number(text: str):
+    digits = text.lstrip("$").replace(",", "")
+    return float(digits) if "." in digits else int(digits)
+
+
+def _is_value(raw: _Raw | None) -> bool:
+    return raw is not None and (raw.kind in ("number", "quoted") or
+                                (raw.kind == "word" and raw.key in lexicon.NUMBER_WORDS))
+
+
+def _is_number(raw: _Raw | None) -> bool:
+    return raw is not None and (raw.kind == "number" or
+                                (raw.kind == "word" and raw.key in lexicon.NUMBER_WORDS))
+
+
+def _match_phrase(raws: list[_Raw], i: int, previous_kind: str | None):
+    """The longest lexicon phrase at ``raws[i]``: (length, spec) or None."""
+    words = []
+    for j in range(i, min(len(raws), i + lexicon.LONGEST_PHRASE)):
+        if raws[j].kind not in ("word", "stept", "op"):
+            break
+        words.append(raws[j].key)
+    for length in range(len(words), 0, -1):
+        phrase = " ".join(words[:length])
+        following = raws[i + length] if i + length < len(raws) else None
+        after_value = raws[i + length + 1] if i + length + 1 < len(raws) else None
+        if (phrase in lexicon.COMPARISON_PHRASES and _is_value(following)
+                and not (after_value is not None and after_value.key == "times")):
+            return length, "CMP"
+        spec = lexicon.PHRASES.get(phrase)
+        if spec is None:
+            continue
+        if spec in lexicon.AFTER_NUMBER_ONLY and previous_kind != "NUM":
+            continue
+        if spec in lexicon.BEFORE_NUMBER_ONLY and not _is_number(following):
+            continue
+        return length, spec
+    return None
+
+
+def lex(text: str) -> list[Token]:
+    """The tokens of ``text``, DROP tokens included (they are placed: they carry no meaning)."""
+    raws = _raw_tokens(text)
+    tokens: list[Token] = []
+    previous_kind: str | None = None   # last token the grammar sees
+    sentence_start = True
+    determiner_pending = False
+    copula_pending = False
+    i = 0
+    while i < len(raws):
+        raw = raws[i]
+        emitted: list[Token] = []
+        # "Rule 3:" labels a rule; it is not part of it.
+        if (sentence_start and raw.kind == "word" and raw.key == "rule" and i + 1 < len(raws)
+                and _is_number(raws[i + 1])):
+            end = i + 2
+            if end < len(raws) and raws[end].text == ":":
+                end += 1
+            for r in raws[i:end]:
+                tokens.append(Token("DROP", r.text, r.start))
+            i = end
+            continue
+        at_sentence_start, sentence_start = sentence_start, False
+        if at_sentence_start and raw.kind == "word" and raw.key == "once":
+            # "Once the session is closed, ...": from then on.
+            emitted.append(Token("AFTER", raw.text, raw.start))
+            i += 1
+        elif previous_kind == "COMPARE" and _is_value(raw):
+            value = (raw.text[1:-1] if raw.kind == "quoted" else
+                     lexicon.NUMBER_WORDS.get(raw.key) if raw.kind == "word" else _number(raw.text))
+            emitted.append(Token("VALUE", raw.text, raw.start, value))
+            i += 1
+        elif raw.kind == "quoted":
+            emitted.append(Token("QUOTED", raw.text, raw.start, raw.text[1:-1]))
+            i += 1
+        elif raw.kind == "number":
+            emitted.append(Token("NUM", raw.text, raw.start, _number(raw.text)))
+            i += 1
+        elif raw.kind == "punct":
+            kind = _PUNCT[raw.text]
+            # "before." with nothing after it means "earlier": the package must be unloaded before.
+            if kind in ("SEP", "COMMA") and tokens and tokens[-1].kind == "BEFORE":
+                tokens[-1].kind = "PREVIOUSLY"
+            emitted.append(Token(kind, raw.text, raw.start))
+            if kind == "SEP":
+                sentence_start = True
+            i += 1
+        elif raw.kind == "other":
+            emitted.append(Token("UNPLACEABLE", raw.text, raw.start))
+            i += 1
+        else:  # word, stept, op
+            match = _match_phrase(raws, i, previous_kind)
+            if match is not None:
+                length, spec = match
+                covered = raws[i:i + length]
+                source = text[covered[0].start:covered[-1].start + len(covered[-1].text)]
+                start = covered[0].start
+                if spec == "CMP":
+                    phrase = " ".join(r.key for r in covered)
+                    emitted.append(Token("COMPARE", source, start,
+                                         lexicon.COMPARISON_PHRASES[phrase]))
+                elif spec == "RATIONALE":
+                    # A purpose clause runs to the end of the sentence or clause, and takes the
+                    # comma that introduces it.
+                    if tokens and tokens[-1].kind == "COMMA":
+                        tokens[-1].kind = "DROP"
+                    j = i
+                    while j < len(raws) and not (raws[j].kind == "punct"
+                                                 and raws[j].text in ",.;!?"):
+                        j += 1
+                    for r in raws[i:j]:
+                        tokens.append(Token("DROP", r.text, r.start))
+                    i = j
+                    continue
+                else:
+                    for part in spec.split():
+                        name, _, value = part.partition("=")
+                        emitted.append(Token(name, source, start,
+                                             int(value) if value else None))
+                i += length
+            elif raw.kind == "word" and raw.key in lexicon.NUMBER_WORDS:
+                emitted.append(Token("NUM", raw.text, raw.start, lexicon.NUMBER_WORDS[raw.key]))
+                i += 1
+            elif (raw.kind == "word" and raw.key in lexicon.DETERMINERS
+                  and not (raw.text == "A" and tokens and tokens[-1].kind == "WORD")):
+                # ("event A" names an event; "take a knife" has an article)
+                tokens.append(Token("DROP", raw.text, raw.start))
+                determiner_pending = True
+                i += 1
+                continue
+            elif raw.kind == "word" and raw.key in lexicon.COPULAS:
+                tokens.append(Token("DROP", raw.text, raw.start))
+                copula_pending = True
+                i += 1
+                continue
+            elif raw.kind == "word" and raw.key in lexicon.UNPLACEABLE:
+                emitted.append(Token("UNPLACEABLE", raw.text, raw.start))
+                i += 1
+            elif raw.kind == "word":
+                word = _word_name(raw.key)
+                emitted.append(Token("WORD", raw.text, raw.start, word,
+                                     after_determiner=determiner_pending,
+                                     after_copula=copula_pending,
+                                     pronoun=raw.key in lexicon.PRONOUNS))
+                i += 1
+            else:
+                emitted.append(Token("UNPLACEABLE", raw.text, raw.start))
+                i += 1
+        if any(t.kind != "DROP" for t in emitted):
+            determiner_pending = False
+            copula_pending = False
+        for t in emitted:
+            tokens.append(t)
+            if t.kind != "DROP":
+                previous_kind = t.kind
+    last = next((t for t in reversed(tokens) if t.kind != "DROP"), None)
+    if last is not None and last.kind == "BEFORE":
+        last.kind = "PREVIOUSLY"
+    return tokens
+
+
+def _word_name(word: str) -> str:
+    """A word as part of an atom name: possessive 's dropped, odd characters made ``_``."""
+    word = re.sub(r"'s$", "", word).replace("'", "")
+    return re.sub(r"[^\w:.\-]", "_", word)
+
+
+# ---------------------------------------------------------------------------------------------
+# Parsing
+
+@lru_cache(maxsize=1)
+def _parser() -> Lark:
+    grammar = Path(__file__).with_name("grammar.lark").read_text(encoding="utf-8")
+    return Lark(grammar, parser="earley", lexer="basic", ambiguity="resolve",
+                propagate_positions=False)
+
+
+def _canonical(tokens: list[Token]) -> tuple[str, dict[int, Token]]:
+    """The token stream as the grammar reads it, and which token sits at each offset."""
+    parts: list[str] = []
+    at: dict[int, Token] = {}
+    offset = 0
+    for index, token in enumerate(tokens):
+        if token.kind == "DROP":
+            continue
+        if token.kind in ("WORD", "NUM", "QUOTED", "COMPARE", "VALUE"):
+            name = {"WORD": "w", "NUM": "n", "QUOTED": "q", "COMPARE": "c", "VALUE": "v"}[
+                token.kind] + str(index)
+        else:
+            name = token.kind
+        at[offset] = token
+        parts.append(name)
+        offset += len(name) + 1
+    return " ".join(parts), at
+
+
+# ---------------------------------------------------------------------------------------------
+# The syntax tree the grammar's callbacks build
+
+@dataclass(frozen=True)
+class Leaf:
+    words: tuple[Token, ...] = ()
+    quoted: Token | None = None
+    compare: Token | None = None
+    value: Token | None = None
+
+    @property
+    def plain(self) -> bool:
+        return self.quoted is None and self.compare is None
+
+
+@dataclass(frozen=True)
+class Connective:
+    op: str                  # and, or, not, but_not, without
+    items: tuple
+    token: Token | None = None   # the keyword of a negation
+
+
+@dataclass(frozen=True)
+class Mod:
+    name: str
+    token: Token
+    number: int | None = None
+
+
+@dataclass
+class Clause:
+    segments: list           # props (Leaf / Connective) and Mods, in order
+
+    @property
+    def mods(self) -> list[Mod]:
+        return [s for s in self.segments if isinstance(s, Mod)]
+
+    def has(self, *names: str) -> bool:
+        return any(m.name in names for m in self.mods)
+
+
+@dataclass
+class Sequence:
+    """What a trigger requires: clauses joined by links ("eventually q and then r")."""
+
+    parts: list
+    links: list              # "followed", "followed_next" or "then", one per later part
+
+
+@dataclass
+class Until:
+    left: Clause
+    right: Clause
+    after: bool
+
+
+@dataclass
+class Conditional:
+    style: str               # first ("whenever P, Q"), last ("Q whenever P"), only_if
+    trigger: list
+    consequent: object
+
+
+@dataclass
+class Chain:
+    parts: list
+    links: list
+
+
+@dataclass
+class Precedence:
+    """"first before second" (``kind`` before: first is a list of steps), "first only after
+    second" (only_after: second is a list of steps), "first precedes second", "first is preceded
+    by second" (preceded_by: second is a list of steps)."""
+
+    kind: str
+    first: object
+    second: object
+
+
+@dataclass
+class Scope:
+    kind: str
+    args: tuple
+    token: Token | None = None
+
+
+@dataclass
+class Scoped:
+    scope: Scope
+    rule: object
+
+
+@dataclass
+class Rules:
+    rules: list
+
+
+@dataclass
+class Simple:
+    clause: Clause
+
+
+@dataclass
+class AlwaysRule:
+    rule: object
+
+
+COUNTS = frozenset({"at_most", "at_least", "exactly", "more_than", "fewer_than"})
+TEMPORAL = frozenset({"ALWAYS", "EVENTUALLY", "LATER", "NEXT_STEP", "IN_A_ROW", "PREVIOUSLY",
+                      "within", "within_next"}) | COUNTS
+NEGATIONS = frozenset({"NOT", "NEVER", "FORBIDDEN"})
+
+
+class _Tree(Transformer):
+    """Grammar callbacks: canonical tokens in, syntax tree out.
+
+    Leaves are made left to right, so a pronoun can take a noun phrase of an earlier clause.  A
+    pronoun that starts its phrase is a subject and takes the earlier subject ("whenever the
+    agent calls a tool, it must report": the agent); any other takes the earlier object ("if
+    you take an item, examine it": the item); each falls back on the other."""
+
+    def __init__(self, tokens_at: dict[int, Token], tokens: list[Token]):
+        super().__init__()
+        self.at = tokens_at
+        self.tokens = tokens
+        self.antecedents: list[tuple[bool, tuple[Token, ...]]] = []
+        self.clause_phrases: list[tuple[bool, tuple[Token, ...]]] = []   # (is an object, words)
+
+    def _referent(self, as_subject: bool) -> tuple[Token, ...]:
+        return (_pick_referent(self.antecedents, as_subject)
+                or _pick_referent(self.clause_phrases, as_subject))
+
+    def _close_clause(self) -> None:
+        if self.clause_phrases:
+            self.antecedents = self.clause_phrases
+        self.clause_phrases = []
+
+    def _token(self, t: LarkToken) -> Token:
+        if t.type in ("WORD", "NUM", "QUOTED", "COMPARE", "VALUE"):
+            return self.tokens[int(str(t)[1:])]
+        return self.at[t.start_pos]
+
+    # -- phrases
+    def words(self, c):
+        resolved: list[Token] = []
+        for n, t in enumerate(c):
+            token = self._token(t)
+            if token.pronoun:
+                # The referent's words, without starting a noun phrase of their own here.
+                resolved.extend(replace(w, after_determiner=False, after_copula=False)
+                                for w in self._referent(as_subject=n == 0))
+            else:
+                resolved.append(token)
+        for k, token in enumerate(resolved):
+            if token.after_determiner:
+                # The noun phrase runs to the next preposition or article; a subject's last
+                # word before the object's article is its verb ("the agent calls a tool").
+                end = next((j for j in range(k + 1, len(resolved))
+                            if resolved[j].value in lexicon.PREPOSITIONS
+                            or resolved[j].after_determiner), len(resolved))
+                if k == 0 and end < len(resolved) and end - k > 1:
+                    end -= 1
+                self.clause_phrases.append((k > 0, tuple(resolved[k:end])))
+        if not resolved:
+            raise NotUnderstood("a pronoun that refers to nothing named before it",
+                                [self._token(t) for t in c])
+        return Leaf(tuple(resolved))
+
+    def quoted(self, c):
+        return Leaf(quoted=next(self._token(t) for t in c if t.type == "QUOTED"))
+
+    def comparison(self, c):
+        tokens = [self._token(t) for t in c]
+        return Leaf(words=tuple(t for t in tokens if t.kind in ("WORD", "NUM")),
+                    compare=tokens[-2], value=tokens[-1])
+
+    def negated(self, c):
+        return Connective("not", (c[1],), self._token(c[0]))
+
+    def negation(self, c):  # ( prop )
+        return c[1]
+
+    def _items(self, c):
+        return tuple(x for x in c if not isinstance(x, LarkToken))
+
+    def any_of(self, c):
+        return Connective("or", _distribute(self._items(c)))
+
+    def all_of(self, c):
+        return Connective("and", _distribute(self._items(c)))
+
+    def none_of(self, c):
+        # "neither P nor Q" negates the clause, like "never": the reader lifts the negation.
+        a, b = self._items(c)
+        return Connective("not", (Connective("or", (a, b)),), self._token(c[0]))
+
+    def but_not(self, c):
+        a, b = self._items(c)
+        return Connective("but_not", (a, b))
+
+    def without(self, c):
+        a, b = self._items(c)
+        return Connective("without", (a, b))
+
+    # -- clauses
+    def _mod(self, c, name):
+        number_token = next((t for t in c if t.type == "NUM"), None)
+        number = self._token(number_token).value if number_token is not None else None
+        return Mod(name, self._token(c[0]), number)
+
+    def modifier(self, c):
+        return self._mod(c, c[0].type)
+
+    def within(self, c):
+        return self._mod(c, "within")
+
+    def within_next(self, c):
+        return self._mod(c, "within_next")
+
+    def at_most(self, c):
+        return self._mod(c, "at_most")
+
+    def at_least(self, c):
+        return self._mod(c, "at_least")
+
+    def exactly(self, c):
+        return self._mod(c, "exactly")
+
+    def more_than(self, c):
+        return self._mod(c, "more_than")
+
+    def fewer_than(self, c):
+        return self._mod(c, "fewer_than")
+
+    def modifiers(self, c):
+        return c
+
+    def clause(self, c):
+        segments: list = []
+        for x in c:
+            if isinstance(x, list):
+                segments.extend(x)
+            elif not isinstance(x, LarkToken):  # a comma after leading modifiers
+                segments.extend(_lift_negation(x))
+        self._close_clause()
+        return Clause(segments)
+
+    def bare(self, c):
+        self._close_clause()
+        return Clause(_lift_negation(c[0]))
+
+    # -- rules
+    def simple(self, c):
+        return Simple(c[0])
+
+    def always_rule(self, c):
+        return AlwaysRule(c[-1])
+
+    def trigger(self, c):
+        return [x for x in c if isinstance(x, Clause)]
+
+    def sequence(self, c):
+        parts = [x for x in c if isinstance(x, Clause)]
+        links = [x for x in c if isinstance(x, str)]
+        return Sequence(parts, links)
+
+    def until(self, c):
+        a, b = [x for x in c if isinstance(x, Clause)]
+        return Until(a, b, after=False)
+
+    def until_after(self, c):
+        a, b = [x for x in c if isinstance(x, Clause)]
+        return Until(a, b, after=True)
+
+    def trigger_first(self, c):
+        trigger = next(x for x in c if isinstance(x, list))
+        return Conditional("first", trigger, c[-1])
+
+    def trigger_last(self, c):
+        return Conditional("last", c[-1], c[0])
+
+    def only_if(self, c):
+        return Conditional("only_if", c[-1], c[0])
+
+    def followed(self, c):
+        return "followed"
+
+    def followed_next(self, c):
+        return "followed_next"
+
+    def then(self, c):
+        return "then"
+
+    def chain(self, c):
+        parts = [x for x in c if isinstance(x, Clause)]
+        links = [x for x in c if isinstance(x, str)]
+        return Chain(parts, links)
+
+    def steps(self, c):
+        return [x for x in c if isinstance(x, Clause)]
+
+    def before(self, c):
+        return Precedence("before", c[0], c[2])
+
+    def only_after(self, c):
+        return Precedence("only_after", c[0], c[2])
+
+    def precedes(self, c):
+        return Precedence("precedes", c[0], c[2])
+
+    def preceded_by(self, c):
+        return Precedence("preceded_by", c[0], c[2])
+
+    # -- scopes and sentences
+    def _scope(self, kind, c):
+        args = tuple(x for x in c if isinstance(x, Clause))
+        keyword = next((self._token(t) for t in c if isinstance(t, LarkToken)), None)
+        return Scope(kind, args, keyword)
+
+    def scope_global(self, c):
+        return self._scope("global", c)
+
+    def scope_before(self, c):
+        return self._scope("before", c)
+
+    def scope_after(self, c):
+        return self._scope("after", c)
+
+    def scope_between(self, c):
+        return self._scope("between", c)
+
+    def scope_after_until(self, c):
+        return self._scope("after_until", c)
+
+    def front_scoped(self, c):
+        return Scoped(c[0], c[-1])
+
+    def back_scoped(self, c):
+        return Scoped(c[-1], c[0])
+
+    def both_rules(self, c):
+        return Rules([x for x in c if not isinstance(x, LarkToken)])
+
+    def start(self, c):
+        return [x for x in c if not isinstance(x, LarkToken)]
+
+
+def _pick_referent(phrases: list[tuple[bool, tuple[Token, ...]]],
+                   as_subject: bool) -> tuple[Token, ...]:
+    for is_object, words in phrases:
+        if is_object != as_subject:
+            return words
+    return phrases[0][1] if phrases else ()
+
+
+def _timings(mods: list[Mod]) -> list[Mod]:
+    """The timing modifiers, a repeated one once ("eventually ... at some later time step")."""
+    out: list[Mod] = []
+    for m in mods:
+        if m.name in TEMPORAL and not any(o.name == m.name and o.number == m.number for o in out):
+            out.append(m)
+    return out
+
+
+def _lift_negation(prop) -> list:
+    """A phrase-level "not P" in a clause is the clause's negation: "you must not look around
+    twice in a row" forbids the repetition, it does not ask for two steps without looking."""
+    if isinstance(prop, Connective) and prop.op == "not" and prop.token is not None:
+        return [Mod("NOT", prop.token)] + _lift_negation(prop.items[0])
+    return [prop]
+
+
+def _distribute(items: tuple) -> tuple:
+    """Share the words English leaves out of coordinated phrases.
+
+    * "go to the bedroom, workshop or greenhouse": the words before the first item's noun phrase
+      ("go to", ending in a preposition) go to later items that are bare nouns, and "take the
+      knife or the fork" lends "take" to "the fork";
+    * "in areas a1, a2 or a3": the words before a numbered name go to later numbered names
+      ("area" made singular);
+    * "pick up, pour or dunk the yellow paint": the last item's noun phrase goes to earlier
+      items that are bare verbs;
+    * "the door is closed or locked": the subject before the first item's copula goes to later
+      bare items, and "package1 or package2 is delivered" shares the predicate after the last
+      item's copula.
+    """
+    if len(items) < 2 or not all(isinstance(x, Leaf) and x.plain for x in items):
+        return items
+    first, last = items[0], items[-1]
+    out = list(items)
+
+    def bare(item: Leaf) -> bool:
+        return len(item.words) <= 2 and not any(w.after_determiner or w.after_copula
+                                                for w in item.words)
+
+    # "the door is closed or locked": the subject before the copula is shared.
+    cop = next((k for k, w in enumerate(first.words) if w.after_copula), None)
+    if cop and all(bare(x) for x in items[1:]):
+        return (first,) + tuple(Leaf(first.words[:cop] + x.words) for x in items[1:])
+    # "package1 or package2 is delivered": the predicate after the copula is shared.
+    cop = next((k for k, w in enumerate(last.words) if w.after_copula), None)
+    if cop and all(bare(x) for x in items[:-1]):
+        return tuple(Leaf(x.words + last.words[cop:]) for x in items[:-1]) + (last,)
+    det = next((k for k, w in enumerate(first.words) if w.after_determiner), None)
+    if det:
+        prefix = first.words[:det]
+        ends_in_preposition = prefix[-1].value in lexicon.PREPOSITIONS
+        for n, item in enumerate(items[1:], 1):
+            starts_noun_phrase = item.words[0].after_determiner
+            bare_noun = (not any(w.after_determiner for w in item.words) and len(item.words) <= 2
+                         and ends_in_preposition)
+            if starts_noun_phrase or bare_noun:
+                out[n] = Leaf(prefix + item.words)
+        return tuple(out)
+    if (len(first.words) >= 2 and _numbered(first.words[-1])
+            and all(len(x.words) == 1 and _numbered(x.words[0]) for x in items[1:])):
+        prefix = tuple(_singular(w) for w in first.words[:-1])
+        return tuple(Leaf(prefix + x.words[-1:]) for x in items)
+    det = next((k for k, w in enumerate(last.words) if w.after_determiner), None)
+    # ("look around or look at the object": a verb with its own preposition keeps its object)
+    if (det and last.words[det - 1].value not in lexicon.PREPOSITIONS
+            and all(not any(w.after_determiner for w in x.words) and len(x.words) <= 2
+                    for x in items[:-1])):
+        suffix = last.words[det:]
+        return tuple(Leaf(x.words + suffix) for x in items[:-1]) + (last,)
+    return items
+
+
+def _numbered(word: Token) -> bool:
+    value = str(word.value)
+    return any(ch.isdigit() for ch in value) and any(ch.isalpha() for ch in value)
+
+
+def _singular(word: Token) -> Token:
+    value = str(word.value)
+    if len(value) > 3 and value.endswith("s") and not value.endswith("ss"):
+        return replace(word, value=value[:-1])
+    return word
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading the tree as formulas
+
+@dataclass
+class _Rule:
+    """A rule's formula and, for Dwyer's patterns, what scopes need to rewrite it."""
+
+    formula: Formula
+    kind: str = "other"      # universality, absence, existence, precedence, response
+    p: Formula | None = None
+    s: Formula | None = None
+
+
+def _first_token(node) -> Token | None:
+    if isinstance(node, Token):
+        return node
+    if isinstance(node, Leaf):
+        return (node.words[0] if node.words else node.quoted or node.compare)
+    if isinstance(node, Connective):
+        return _first_token(node.items[0])
+    if isinstance(node, Mod):
+        return node.token
+    if isinstance(node, Clause):
+        return _first_token(node.segments[0])
+    return None
+
+
+class _Reader:
+    def __init__(self):
+        self.atoms: list[str] = []
+
+    # -- propositions
+    def atom(self, words: tuple[Token, ...]) -> Formula:
+        name = "_".join(str(w.value) for w in words)
+        name = re.sub(r"_+", "_", name).strip("_")
+        if not name:
+            raise NotUnderstood("a phrase with no words left to name an atom", words)
+        if name not in self.atoms:
+            self.atoms.append(name)
+        return Atom(name)
+
+    def leaf(self, leaf: Leaf) -> Formula:
+        if leaf.quoted is not None:
+            name = str(leaf.quoted.value)
+            if not name.strip():
+                raise NotUnderstood("an empty quoted atom", [leaf.quoted])
+            if name not in self.atoms:
+                self.atoms.append(name)
+            return Atom(name)
+        if leaf.compare is not None:
+            op, style = leaf.compare.value
+            constant = ("const", leaf.value.value)
+            if style == "verb":
+                if not leaf.words:
+                    raise NotUnderstood(f"“{leaf.compare.text}” needs what it compares before "
+                                        "it (the amount exceeds 10000)", [leaf.compare])
+                return Compare(("path", _field_path(leaf.words)), op, constant)
+            amount = Compare(("path", "data.amount"), op, constant)
+            return And(self.atom(leaf.words), amount) if leaf.words else amount
+        return self.atom(leaf.words)
+
+    def prop(self, node) -> Formula:
+        if isinstance(node, Leaf):
+            return self.leaf(node)
+        items = [self.prop(x) for x in node.items]
+        if node.op == "and":
+            return And(*items)
+        if node.op == "or":
+            return Or(*items)
+        if node.op == "not":
+            return Not(items[0])
+        if node.op == "but_not":
+            return And(items[0], Not(items[1]))
+        if node.op == "without":
+            return And(items[0], Not(O(items[1])))
+        raise AssertionError(node.op)  # pragma: no cover
+
+    # -- clauses
+    def split(self, clause: Clause):
+        """Props before and after ``only``, merged subject to predicate, and the modifiers."""
+        before, after, only = [], [], False
+        for s in clause.segments:
+            if isinstance(s, Mod):
+                if s.name == "ONLY":
+                    only = True
+            else:
+                (after if only else before).append(s)
+        return _merge(before), _merge(after), only, clause.mods
+
+    def negative(self, mods: list[Mod]) -> bool:
+        return sum(m.name in NEGATIONS for m in mods) % 2 == 1
+
+    def subject(self, clause: Clause, extra: Formula | None = None) -> Formula:
+        before, after, only, mods = self.split(clause)
+        if after is not None:
+            before = _merge([p for p in (before, after) if p is not None])
+        if before is None:
+            raise NotUnderstood("a rule part that names nothing", [_first_token(clause)])
+        f = self.prop(before)
+        return And(f, extra) if extra is not None else f
+
+    def state(self, clause: Clause) -> Formula:
+        """A clause as a condition on the current step (triggers, precedence arguments)."""
+        f = self.subject(clause)
+        mods = [m for m in clause.mods if m.name not in ("MODAL", "HOLD", "HAPPEN", "ONLY")]
+        timing = [m for m in _timings(mods) if m.name != "ALWAYS"]
+        if len(timing) > 1:
+            raise NotUnderstood("two timings for one condition", [m.token for m in timing])
+        if timing:
+            t = timing[0]
+            if t.name == "EVENTUALLY":
+                f = F(f)
+            elif t.name == "LATER":
+                f = X(F(f))
+            elif t.name == "PREVIOUSLY":
+                f = Y(O(f))
+            elif t.name == "NEXT_STEP":
+                f = X(f)
+            else:
+                raise NotUnderstood(f"“{t.token.text}” cannot qualify a condition", [t.token])
+        return Not(f) if self.negative(mods) else f
+
+    def consequent(self, clause: Clause, default: str, extra: Formula | None = None) -> Formula:
+        """What a triggered obligation requires, from the trigger step.  ``default`` is the
+        timing with no word for it: "now" for "whenever P, Q", "eventually" after "followed by",
+        "later" for the later links of a chain."""
+        before, after, only, mods = self.split(clause)
+        f = self.subject(clause, extra)
+        neg = self.negative(mods)
+        timing = _timings(mods)
+        if len(timing) > 1:
+            raise NotUnderstood("two timings for one obligation", [m.token for m in timing])
+        never = any(m.name == "NEVER" for m in mods)
+        happen = any(m.name == "HAPPEN" for m in mods)
+        if not timing:
+            if neg:
+                return G(Not(f)) if (never or happen or default != "now") else Not(f)
+            if default == "eventually" or (default == "now" and happen):
+                return F(f)
+            if default == "later":
+                return X(F(f))
+            return f
+        t = timing[0]
+        name = t.name
+        if name == "ALWAYS":
+            return G(Not(f)) if neg else G(f)
+        if name == "EVENTUALLY":
+            return G(Not(f)) if neg else F(f)
+        if name == "LATER":
+            return WX(G(Not(f))) if neg else X(F(f))
+        if name == "NEXT_STEP":
+            return WX(Not(f)) if neg else X(f)
+        if name in ("within", "within_next"):
+            low = 1 if name == "within_next" else 0
+            high = _bound(t, low)
+            return GBounded(low, high, Not(f)) if neg else FBounded(low, high, f)
+        if name == "PREVIOUSLY":
+            return Not(Y(O(f))) if neg else Y(O(f))
+        raise NotUnderstood(f"“{t.token.text}” cannot qualify what a trigger requires", [t.token])
+
+    def top(self, clause: Clause, extra: Formula | None = None) -> _Rule:
+        """A clause that is a whole rule: "never P", "P must always hold", "P at most once"."""
+        before, after, only, mods = self.split(clause)
+        if only:
+            if extra is not None:
+                raise NotUnderstood("“only” inside a sequence", [m.token for m in mods
+                                                               if m.name == "ONLY"])
+            return self.restriction(clause, before, after)
+        if extra is None and clause.has("EVERY"):
+            response = self.every(clause)
+            if response is not None:
+                return response
+        f = self.subject(clause, extra)
+        neg = self.negative(mods)
+        timing = _timings(mods)
+        names = [m.name for m in timing]
+        # "always" only stresses a count or "twice in a row".
+        if len(timing) == 2 and "ALWAYS" in names and not {"EVENTUALLY", "LATER"} & set(names):
+            timing = [m for m in timing if m.name != "ALWAYS"]
+            names = [m.name for m in timing]
+        if not timing:
+            if neg:
+                return _Rule(absence(f), "absence", p=f)
+            if clause.has("HAPPEN") or (not clause.has("HOLD") and _names_an_action(clause)):
+                return _Rule(existence(f), "existence", p=f)
+            return _Rule(universality(f), "universality", p=f)
+        if len(timing) == 2 and not neg:
+            if names == ["ALWAYS", "EVENTUALLY"] or names == ["ALWAYS", "LATER"]:
+                return _Rule(G(F(f)))
+            if names == ["EVENTUALLY", "ALWAYS"]:
+                return _Rule(F(G(f)))
+        if len(timing) > 1:
+            raise NotUnderstood("these timings do not combine", [m.token for m in timing])
+        t = timing[0]
+        name = t.name
+        if name == "ALWAYS":
+            return (_Rule(absence(f), "absence", p=f) if neg
+                    else _Rule(universality(f), "universality", p=f))
+        if name == "EVENTUALLY":
+            return (_Rule(absence(f), "absence", p=f) if neg
+                    else _Rule(existence(f), "existence", p=f))
+        if name == "LATER":
+            return _Rule(absence(f), "absence", p=f) if neg else _Rule(X(F(f)))
+        if name == "NEXT_STEP":
+            return _Rule(WX(Not(f)) if neg else X(f))
+        if name == "IN_A_ROW":
+            twice = And(f, X(f))
+            return _Rule(G(Not(twice)) if neg else F(twice))
+        if name in ("within", "within_next"):
+            low = 1 if name == "within_next" else 0
+            high = _bound(t, low)
+            return _Rule(GBounded(low, high, Not(f)) if neg else FBounded(low, high, f))
+        if name in COUNTS:
+            return _Rule(_count(f, t, neg))
+        raise NotUnderstood(f"“{t.token.text}” needs something to refer to (a trigger or an "
+                            "event)", [t.token])
+
+    def every(self, clause: Clause) -> _Rule | None:
+        """"Every request must eventually be answered": a response from the subject to the
+        predicate (None when the clause has no subject and predicate to tell apart)."""
+        segments = clause.segments
+        split = next((k for k, x in enumerate(segments)
+                      if isinstance(x, Mod) and x.name != "EVERY"), None)
+        if split is None:
+            return None
+        subject = [x for x in segments[:split] if not isinstance(x, Mod)]
+        rest = segments[split:]
+        if not subject or not any(not isinstance(x, Mod) for x in rest):
+            return None
+        predicate = Clause(list(rest))
+        trigger = self.prop(_merge(subject))
+        default = "eventually" if _names_action_first(predicate) else "now"
+        required = self.consequent(predicate, default)
+        f = G(Implies(trigger, required))
+        if required.op == "F":
+            return _Rule(f, "response", p=trigger, s=required.args[0])
+        return _Rule(f)
+
+    def restriction(self, clause: Clause, action_node, places_node) -> _Rule:
+        """"P only in L1 or L2", "you may only go to the kitchen or hallway": every P is one of
+        the allowed ones.  A list joined by "and" is read as the allowed alternatives."""
+        only = next(m.token for m in clause.mods if m.name == "ONLY")
+        if places_node is None:
+            raise NotUnderstood("“only” with nothing after it", [only])
+        places = _alternatives(places_node)
+        if places is None:
+            raise NotUnderstood("after “only”, a list of places or objects", [only])
+        if action_node is None:
+            words = places[0].words
+            k = next((k for k, w in enumerate(words) if k and w.value in lexicon.PREPOSITIONS),
+                     None)
+            if k is None:
+                raise NotUnderstood("“only” needs what it restricts (only go to the kitchen)",
+                                    [only])
+            action = self.atom(words[:k])
+            allowed = [self.leaf(p) for p in places]
+        else:
+            if not (isinstance(action_node, Leaf) and action_node.plain):
+                raise NotUnderstood("“only” restricts one action", [only])
+            action = self.atom(action_node.words)
+            allowed = [self.leaf(Leaf(action_node.words + p.words)) for p in places]
+        neg = self.negative(clause.mods)
+        if neg or any(m.name in TEMPORAL - {"ALWAYS"} for m in clause.mods):
+            raise NotUnderstood("“only” with another timing or a negation", [only])
+        return _Rule(G(Implies(action, Or(*allowed))))
+
+    # -- constructions
+    def rule(self, node) -> _Rule:
+        if isinstance(node, Simple):
+            return self.top(node.clause)
+        if isinstance(node, AlwaysRule):
+            return self.rule(node.rule)
+        if isinstance(node, Conditional):
+            return self.conditional(node)
+        if isinstance(node, Chain):
+            return self.chain(node)
+        if isinstance(node, Precedence):
+            return self.precedence(node)
+        if isinstance(node, Until):
+            return self.top_until(node)
+        if isinstance(node, Rules):
+            return _Rule(And(*[self.rule(r).formula for r in _share_subject(node.rules)]))
+        if isinstance(node, Scoped):
+            return self.scoped(node)
+        raise AssertionError(type(node))  # pragma: no cover
+
+    def obligation(self, node) -> Formula:
+        """The consequent of a conditional."""
+        if isinstance(node, Until):
+            left, right = self.state(node.left), self.state(node.right)
+            return U(left, And(right, left)) if node.after else U(left, right)
+        parts, links = node.parts, node.links
+        rest = self.chain_tail(parts[1:], links) if len(parts) > 1 else None
+        return self.consequent(parts[0], "now", rest)
+
+    def chain_tail(self, parts: list[Clause], links: list[str], first_link: bool = False):
+        """What the chain still requires at the step of the element before ``parts[0]``."""
+        part, link = parts[0], links[0]
+        inner = self.chain_tail(parts[1:], links[1:]) if len(parts) > 1 else None
+        if any(m.name in TEMPORAL for m in part.mods):
+            return self.consequent(part, "now", inner)
+        if link == "followed_next":
+            body = self.subject(part, inner)
+            return WX(Not(body)) if self.negative(part.mods) else X(body)
+        default = "eventually" if (link == "followed" and first_link) else "later"
+        return self.consequent(part, default, inner)
+
+    def conditional(self, node: Conditional) -> _Rule:
+        trigger_parts, consequent = node.trigger, node.consequent
+        if node.style == "last":
+            first = consequent.parts[0] if isinstance(consequent, Sequence) else None
+            if first is not None and first.has("ONLY") and len(consequent.parts) == 1:
+                # "only P if Q": P is the trigger, Q what it requires.
+                condition = self.state(first)
+                required = And(*[self.consequent(c, "now") for c in trigger_parts])
+                return _Rule(G(Implies(condition, required)))
+        if node.style == "only_if":
+            condition = self.state(consequent)
+            required = And(*[self.consequent(c, "now") for c in trigger_parts])
+            return _Rule(G(Implies(condition, required)))
+        condition = And(*[self.state(c) for c in trigger_parts])
+        required = self.obligation(consequent)
+        f = G(Implies(condition, required))
+        if required.op == "F":
+            return _Rule(f, "response", p=condition, s=required.args[0])
+        return _Rule(f)
+
+    def chain(self, node: Chain) -> _Rule:
+        head = node.parts[0]
+        if head.has("EVENTUALLY", "LATER"):
+            # "at some point P, followed by Q, and then R": one strictly later than the other.
+            rest = self.chain_tail(node.parts[1:], node.links)
+            return self.top(head, rest)
+        if head.has("NEVER", "NOT", "FORBIDDEN"):
+            raise NotUnderstood("a negated chain", [m.token for m in head.mods
+                                                   if m.name in NEGATIONS])
+        condition = self.state(head)
+        required = self.chain_tail(node.parts[1:], node.links, first_link=True)
+        f = G(Implies(condition, required))
+        if required.op == "F":
+            return _Rule(f, "response", p=condition, s=required.args[0])
+        return _Rule(f)
+
+    def precedence(self, node: Precedence) -> _Rule:
+        kind = node.kind
+        if kind == "before":
+            steps, target = node.first, self.state(node.second)
+            if node.second.has("FORBIDDEN"):
+                # "putting Q before measuring P is a violation": the verdict closes the
+                # sentence but is about the whole of it.
+                target = self.state(Clause([x for x in node.second.segments
+                                            if not (isinstance(x, Mod) and x.name == "FORBIDDEN")]))
+                if len(steps) != 1:
+                    raise NotUnderstood("a sequence that is forbidden before something",
+                                        [_first_token(steps[1])])
+                effect = self.state(steps[0])
+                return self._precedence([target], effect)
+            if len(steps) == 1:
+                first = self.state(steps[0])
+                if first.op == "not":
+                    # "no Q before P", "Q must not happen before P"
+                    return self._precedence([target], first.args[0])
+                if first.op == "and":
+                    # "greet and identify yourself before X": each of them before X.
+                    return _Rule(And(*[precedence(c, target) for c in first.args]))
+            return self._precedence([self.state(s) for s in steps], target)
+        if kind == "only_after":
+            return self._precedence([self.state(s) for s in node.second], self.state(node.first))
+        if kind == "precedes":
+            return self._precedence([self.state(node.first)], self.state(node.second))
+        if kind == "preceded_by":
+            return self._precedence([self.state(s) for s in node.second], self.state(node.first))
+        raise AssertionError(kind)  # pragma: no cover
+
+    def _precedence(self, causes: list[Formula], effect: Formula) -> _Rule:
+        if len(causes) == 1:
+            return _Rule(precedence(causes[0], effect), "precedence", p=effect, s=causes[0])
+        return _Rule(_precedence_chain(causes, effect))
+
+    def top_until(self, node: Until) -> _Rule:
+        left, right = self.state(node.left), self.state(node.right)
+        if left.op == "not":
+            # "do not ship until paid": the ban lasts until payment, which need not come.
+            if node.after:
+                return _Rule(W(left, And(right, left)))
+            return _Rule(precedence(right, left.args[0]), "precedence", p=left.args[0], s=right)
+        if node.after:
+            raise NotUnderstood("“until after” is read only with a prohibition (do not P until "
+                                "after Q)", [_first_token(node.right)])
+        return _Rule(U(left, right))
+
+    def scoped(self, node: Scoped) -> _Rule:
+        scope = node.scope
+        rule_node = node.rule
+        if scope.kind == "global":
+            return self.rule(rule_node)
+        if (scope.kind == "after" and isinstance(rule_node, Simple)
+                and rule_node.clause.has("ONLY")):
+            # "you may only ship after payment": precedence, not a scope.
+            effect = self.subject(rule_node.clause)
+            return self._precedence([self.state(scope.args[0])], effect)
+        inner = self.rule(rule_node)
+        args = [self.state(a) for a in scope.args]
+        if scope.kind == "after":
+            (q,) = args
+            return _Rule(W(Not(q), And(q, inner.formula)))
+        if inner.kind == "other":
+            raise NotUnderstood(f"a “{scope.token.text if scope.token else scope.kind}” scope on "
+                                "a rule that is not one of the scoped patterns (never, always, "
+                                "eventually, precedence, response)", [scope.token])
+        return _Rule(_scoped(inner, scope.kind, args))
+
+
+def _share_subject(rules: list) -> list:
+    """"The robot must reach the goal and never hit an obstacle": a rule with no subject of its
+    own takes the subject of the rule before it."""
+    out = list(rules)
+    for k in range(1, len(out)):
+        before, this = out[k - 1], out[k]
+        if not (isinstance(before, Simple) and isinstance(this, Simple)):
+            continue
+        segments = before.clause.segments
+        first_mod = next((j for j, x in enumerate(segments) if isinstance(x, Mod)), 0)
+        subject = [x for x in segments[:first_mod]]
+        if subject and isinstance(this.clause.segments[0], Mod):
+            out[k] = Simple(Clause(subject + this.clause.segments))
+    return out
+
+
+def _merge(props: list):
+    """Subject and predicate as one proposition: "the color" + "red" -> color_red; a shared
+    subject or predicate goes to every item of a list ("package1 or package2 is delivered")."""
+    if not props:
+        return None
+    merged = props[0]
+    for nxt in props[1:]:
+        if isinstance(merged, Leaf) and merged.plain:
+            merged = _map_leaves(nxt, lambda leaf, w=merged.words: replace(
+                leaf, words=w + leaf.words), subject=True)
+        elif isinstance(nxt, Leaf) and nxt.plain:
+            merged = _map_leaves(merged, lambda leaf, w=nxt.words: _extend(leaf, w))
+        elif isinstance(merged, Leaf) and merged.quoted is not None:
+            continue  # a quoted atom is named already; words after it only describe it
+        else:
+            raise NotUnderstood("cannot tell how these two phrases combine",
+                                [_first_token(merged), _first_token(nxt)])
+    return merged
+
+
+def _extend(leaf: Leaf, words: tuple) -> Leaf:
+    if leaf.compare is not None:
+        raise NotUnderstood("words after a comparison", words)
+    if leaf.quoted is not None:
+        return leaf
+    return replace(leaf, words=leaf.words + words)
+
+
+def _map_leaves(node, fn, subject: bool = False):
+    """``fn`` applied to every phrase; a subject does not reach the object of "without"
+    ("a refund must never be issued without manager approval")."""
+    if isinstance(node, Leaf):
+        return fn(node)
+    items = tuple(x if (subject and node.op == "without" and k == 1)
+                  else _map_leaves(x, fn, subject) for k, x in enumerate(node.items))
+    return Connective(node.op, items, node.token)
+
+
+def _alternatives(node) -> list[Leaf] | None:
+    if isinstance(node, Leaf):
+        return [node] if node.plain else None
+    if node.op in ("and", "or"):
+        out = []
+        for item in node.items:
+            sub = _alternatives(item)
+            if sub is None:
+                return None
+            out.extend(sub)
+        return out
+    return None
+
+
+def _field_path(words: tuple[Token, ...]) -> str:
+    if len(words) == 1 and "." in str(words[0].value):
+        return str(words[0].value)
+    return "data." + "_".join(str(w.value) for w in words)
+
+
+def _names_action_first(clause: Clause) -> bool:
+    """Whether a predicate names an action ("greet the customer", "be answered") rather than a
+    state ("be free", "be at the location"): a verb with no copula before it, or a past
+    participle after one."""
+    leaf = next((x for x in clause.segments if not isinstance(x, Mod)), None)
+    while isinstance(leaf, Connective):
+        leaf = leaf.items[0]
+    if not isinstance(leaf, Leaf) or not leaf.plain or not leaf.words:
+        return False
+    word = leaf.words[0]
+    if not word.after_copula:
+        return not word.after_determiner and not _numbered(word)
+    value = str(word.value)
+    return (len(value) > 4 and value.endswith("ed")) or value in lexicon.IRREGULAR_PARTICIPLES
+
+
+def _names_an_action(clause: Clause) -> bool:
+    """The predicate of "S must P" (what follows the first modifier) names an action."""
+    segments = clause.segments
+    first_mod = next((k for k, x in enumerate(segments) if isinstance(x, Mod)), None)
+    if first_mod is None:
+        return False
+    return _names_action_first(Clause(segments[first_mod:]))
+
+
+def _count(f: Formula, mod: Mod, negative: bool) -> Formula:
+    """"at most k times", "at least k", "exactly k", "more than k", "fewer than k", or their
+    negation ("never more than once" is at most once)."""
+    k = mod.number
+    if not isinstance(k, int) or not 0 <= k <= MAX_COUNT:
+        raise NotUnderstood(f"a count from 0 to {MAX_COUNT} times", [mod.token])
+    low, high = {"at_most": (0, k), "at_least": (k, None), "exactly": (k, k),
+                 "more_than": (k + 1, None), "fewer_than": (0, k - 1)}[mod.name]
+    if negative:
+        if low > 0 and high is not None:
+            raise NotUnderstood(f"a negated exact count (“{mod.token.text}”)", [mod.token])
+        low, high = (high + 1, None) if high is not None else (0, low - 1)
+    if high is not None and high < 0:
+        raise NotUnderstood("a count below zero", [mod.token])
+    parts = []
+    if low > 0:
+        parts.append(_at_least(f, low))
+    if high is not None:
+        parts.append(_at_most(f, high))
+    return And(*parts)
+
+
+def _bound(mod: Mod, low: int) -> int:
+    k = mod.number
+    if not isinstance(k, int) or k < low or k > MAX_BOUND:
+        raise NotUnderstood(f"a number of steps from {low} to {MAX_BOUND}", [mod.token])
+    return k
+
+
+def _at_most(f: Formula, k: int) -> Formula:
+    """At most ``k`` steps where ``f`` holds: none until the first, then at most k-1 after it."""
+    if k == 1:
+        return at_most_once(f)
+    if k == 0:
+        return G(Not(f))
+    return W(Not(f), And(f, WX(_at_most(f, k - 1))))
+
+
+def _at_least(f: Formula, k: int) -> Formula:
+    if k <= 0:
+        return fm.TRUE
+    if k == 1:
+        return F(f)
+    return F(And(f, X(_at_least(f, k - 1))))
+
+
+def _precedence_chain(causes: list[Formula], effect: Formula) -> Formula:
+    """``effect`` only once ``causes`` have happened in this order, each strictly after the
+    previous; the last may share the step of ``effect``, as in single precedence."""
+    if len(causes) == 1:
+        return precedence(causes[0], effect)
+    first, rest = causes[0], causes[1:]
+    return W(Not(effect), And(first, Not(effect), X(_precedence_chain(rest, effect))))
+
+
+def _scoped(rule: _Rule, kind: str, args: list[Formula]) -> Formula:
+    """Dwyer et al.'s pattern formulas for the scopes before R, between Q and R and after Q
+    until R, written for LTLf (G vacuous and F, U strong at the end of the session).  ``P`` is
+    the pattern's proposition, ``S`` the cause (precedence) or the answer (response)."""
+    p, s = rule.p, rule.s
+    if kind == "before":
+        (r,) = args
+        if rule.kind == "absence":
+            return Implies(F(r), U(Not(p), r))
+        if rule.kind == "universality":
+            return Implies(F(r), U(p, r))
+        if rule.kind == "existence":
+            return W(Not(r), And(p, Not(r)))
+        if rule.kind == "precedence":
+            return Implies(F(r), U(Not(p), Or(s, r)))
+        if rule.kind == "response":
+            return Implies(F(r), U(Implies(p, U(Not(r), And(s, Not(r)))), r))
+    opened = And(args[0], Not(args[1])) if kind in ("between", "after_until") else None
+    if kind == "between":
+        q, r = args
+        closed = And(opened, F(r))
+        if rule.kind == "absence":
+            return G(Implies(closed, U(Not(p), r)))
+        if rule.kind == "universality":
+            return G(Implies(closed, U(p, r)))
+        if rule.kind == "existence":
+            return G(Implies(opened, W(Not(r), And(p, Not(r)))))
+        if rule.kind == "precedence":
+            return G(Implies(closed, U(Not(p), Or(s, r))))
+        if rule.kind == "response":
+            return G(Implies(closed, U(Implies(p, U(Not(r), And(s, Not(r)))), r)))
+    if kind == "after_until":
+        q, r = args
+        if rule.kind == "absence":
+            return G(Implies(opened, W(Not(p), r)))
+        if rule.kind == "universality":
+            return G(Implies(opened, W(p, r)))
+        if rule.kind == "existence":
+            return G(Implies(opened, U(Not(r), And(p, Not(r)))))
+        if rule.kind == "precedence":
+            return G(Implies(opened, W(Not(p), Or(s, r))))
+        if rule.kind == "response":
+            return G(Implies(opened, W(Implies(p, U(Not(r), And(s, Not(r)))), r)))
+    raise AssertionError((kind, rule.kind))  # pragma: no cover
+
+
+# ---------------------------------------------------------------------------------------------
+# The engine
+
+class OfflineFormaliser:
+    """The grammar-based engine: deterministic, instant, no model."""
+
+    name = "offline"
+
+    def formalise(self, english: str) -> Formalisation:
+        if not isinstance(english, str):
+            raise TypeError("formalise() takes the English text of a rule")
+        if not english.strip():
+            return self._fail("there is no rule to read: the text is empty")
+        if len(english) > MAX_TEXT_LENGTH:
+            return self._fail(f"the text is {len(english)} characters long; the offline "
+                              f"formaliser reads rules of up to {MAX_TEXT_LENGTH}")
+        tokens = lex(english)
+        strays = [t for t in tokens if t.kind == "UNPLACEABLE"]
+        if strays:
+            return self._fail("could not place " + _quote_words(strays) + ": the offline grammar "
+                              "has no reading for " + ("it" if len(strays) == 1 else "them"),
+                              strays)
+        if not any(t.kind not in ("DROP", "SEP", "COMMA") for t in tokens):
+            return self._fail("there is no rule to read: only filler words", [])
+        canonical, at = _canonical(tokens)
+        try:
+            tree = _parser().parse(canonical)
+        except UnexpectedInput as exc:
+            return self._syntax_failure(tokens, canonical, at, exc)
+        try:
+            nodes = _Tree(at, tokens).transform(tree)
+            reader = _Reader()
+            formulas = [reader.rule(n).formula for n in nodes]
+        except VisitError as exc:
+            if isinstance(exc.orig_exc, NotUnderstood):
+                return self._fail(exc.orig_exc.message, exc.orig_exc.tokens)
+            raise
+        except NotUnderstood as exc:
+            return self._fail(exc.message, exc.tokens)
+        f = And(*formulas)
+        return Formalisation(f, f.text, tuple(reader.atoms), engine=self.name)
+
+    def _fail(self, message: str, tokens=()) -> Formalisation:
+        unplaced = tuple((t.text, t.start) for t in tokens)
+        return Formalisation(None, "", (), unplaced, message[:1].upper() + message[1:],
+                             engine=self.name)
+
+    def _syntax_failure(self, tokens, canonical, at, exc) -> Formalisation:
+        """Which words keep the sentence from being read: the fewest whose removal lets it
+        parse (one word, else two), next to where the parser stopped."""
+        visible = [i for i, t in enumerate(tokens) if t.kind != "DROP"]
+        content = ("WORD", "NUM", "QUOTED", "COMPARE", "VALUE", "SEP", "COMMA")
+        if all(tokens[i].kind in content for i in visible):
+            words = [tokens[i] for i in visible if tokens[i].kind not in ("SEP", "COMMA")]
+            return self._fail("no rule here: the text names things but never says when they must "
+                              "or must not hold (always, never, eventually, whenever ..., must, "
+                              "before, at most once, ...)", words)
+        stop = _stop_token(exc, at, tokens)
+        culprits: list[int] = []
+        if len(visible) <= MAX_TOKENS_FOR_SEARCH:
+            culprits = _removable(tokens, visible, stop)
+        if culprits:
+            words = [tokens[i] for i in culprits]
+            return self._fail("could not place " + _quote_words(words) + " in a rule pattern; "
+                              "without " + ("it" if len(words) == 1 else "them") +
+                              " the rest of the sentence can be read", words)
+        if isinstance(exc, UnexpectedEOF) or stop is None:
+            last = [tokens[visible[-1]]] if visible else []
+            return self._fail("the rule ends too early: after " + _quote_words(last) +
+                              " the grammar expects more", last)
+        return self._fail("could not place " + _quote_words([stop]) + " here", [stop])
+
+
+def _quote_words(tokens) -> str:
+    return ", ".join(f"“{t.text}”" for t in tokens)
+
+
+def _stop_token(exc, at, tokens) -> Token | None:
+    if isinstance(exc, UnexpectedToken) and exc.token.type != "$END":
+        pos = exc.token.start_pos
+        return at.get(pos)
+    pos = getattr(exc, "pos_in_stream", None)
+    if pos is not None and pos in at:
+        return at[pos]
+    return None
+
+
+def _parses(tokens: list[Token], skip: set[int]) -> bool:
+    kept = [t if i not in skip else replace(t, kind="DROP") for i, t in enumerate(tokens)]
+    canonical, _ = _canonical(kept)
+    if not canonical.strip():
+        return False
+    try:
+        _parser().parse(canonical)
+    except UnexpectedInput:
+        return False
+    return True
+
+
+def _removable(tokens, visible, stop) -> list[int]:
+    """The word nearest to where the parser stopped whose removal lets the sentence parse; else
+    the first pair of words that does (for short sentences: pairs cost a parse each)."""
+    stop_index = next((i for i, t in enumerate(tokens) if t is stop), len(tokens))
+    candidates = sorted((i for i in visible if tokens[i].kind != "SEP"),
+                        key=lambda i: (abs(i - stop_index), -i))
+    deadline = time.monotonic() + SEARCH_SECONDS
+    for i in candidates:
+        if time.monotonic() > deadline:
+            return []
+        if _parses(tokens, {i}):
+            return [i]
+    if len(visible) > MAX_TOKENS_FOR_PAIRS:
+        return []
+    for a_pos, a in enumerate(visible):
+        for b in visible[a_pos + 1:]:
+            if time.monotonic() > deadline:
+                return []
+            if _parses(tokens, {a, b}):
+                return [a, b]
+    return []
+
+
+_ENGINE = OfflineFormaliser()
+
+
+def formalise(text: str, engine: str = "offline") -> Formalisation:
+    """Read one English rule (several sentences are read as the conjunction of their rules)."""
+    if engine != "offline":
+        raise ValueError(f"unknown engine {engine!r}; this module provides 'offline'")
+    return _ENGINE.formalise(text)

@@ -1,0 +1,227 @@
+"""The words the offline formaliser knows: keyword phrases, filler words and number words.
+
+Every phrase maps to the canonical tokens the grammar (``grammar.lark``) reads.  Phrases are
+matched longest first over lower-cased words, so "at most once" wins over "at most" and
+"it is never the case that" over "never".  Words that are neither keywords nor fillers are
+content words: they name atoms.
+"""
+
+from __future__ import annotations
+
+# Phrase -> canonical tokens ("NAME" or "NAME=value", space-separated).  DROP phrases carry no
+# meaning; a RATIONALE phrase starts a purpose clause, dropped up to the next comma or full stop.
+_PHRASES: dict[str, str] = {}
+
+
+def _add(kind: str, *phrases: str) -> None:
+    for phrase in phrases:
+        _PHRASES[phrase] = kind
+
+
+_add("NEVER", "it is forbidden to", "it is not allowed to", "it is prohibited to",
+     "it is not permitted to", "never", "never ever", "not ever", "at no time", "at no point",
+     "at no step",
+     "at no time step", "in no step", "under no circumstances", "in no case",
+     "it is never the case that", "it must never be the case that",
+     "it should never be the case that", "at no point in time", "has never", "have never")
+_add("ALWAYS", "always", "at all times", "at every step", "at every time step", "at each step",
+     "at each time step", "in every step", "in every state", "at every point",
+     "it is always the case that", "it must always be the case that",
+     "it should always be the case that", "invariably", "forever", "continuously",
+     "all the time")
+_add("GLOBALLY", "globally")
+_add("EVENTUALLY", "eventually", "at some point", "at some time", "at some step",
+     "at some time step", "at some point in time", "at some point in the future",
+     "sooner or later", "finally", "in the future",
+     "at the same time step or at a later time step", "at that time step or at a later time step",
+     "at the same step or later", "at the same step or at a later step", "now or later",
+     "at some moment")
+_add("LATER", "later", "afterwards", "afterward", "at a later step", "at a later time step",
+     "at some later point", "at some later step", "at some later time step",
+     "at some future step", "at some future time step", "at some future point",
+     "at some point after it does", "at some strictly later time step",
+     "at a strictly later step", "strictly later", "some time later", "subsequently")
+_add("NEXT_STEP", "in the next step", "at the next step", "in the next state",
+     "at the next time step", "in the next time step", "in the following step",
+     "at the following step", "on the next step", "at step t+1", "at time t+1",
+     "at time step t+1", "immediately after", "immediately afterwards", "right after",
+     "right afterwards", "immediately", "next", "in the very next step", "at the very next step")
+_add("IN_A_ROW", "twice in a row", "two times in a row", "in a row", "consecutively",
+     "twice consecutively", "in two consecutive steps", "on two consecutive steps",
+     "at two consecutive steps", "back to back")
+_add("WITHIN", "within", "in at most", "no later than", "in no more than")
+_add("WITHIN_NEXT", "within the next", "in the next", "within the following",
+     "during the next")
+_add("STEPS", "steps", "step", "time steps", "time step", "actions", "action", "turns", "turn",
+     "moves", "move", "events", "states")
+_add("AT_MOST", "at most", "no more than", "not more than")
+_add("AT_LEAST", "at least", "no fewer than", "not less than")
+_add("EXACTLY", "exactly", "precisely")
+_add("TIMES", "times", "occasions")
+_add("NUM=1 TIMES", "one time")
+_add("AT_MOST NUM=1 TIMES", "at most once", "only once", "no more than once",
+     "not more than once", "never more than once")
+_add("AT_LEAST NUM=1 TIMES", "at least once")
+_add("EXACTLY NUM=1 TIMES", "exactly once", "precisely once")
+_add("AT_MOST NUM=2 TIMES", "at most twice", "no more than twice")
+_add("AT_LEAST NUM=2 TIMES", "at least twice")
+_add("EXACTLY NUM=2 TIMES", "exactly twice")
+_add("TRIGGER", "whenever", "every time", "each time", "any time", "anytime", "every time that",
+     "each time that", "for every occurrence of", "for each occurrence of", "for every",
+     "for each", "after every", "after each", "after any", "if", "when", "in case",
+     "as soon as", "in any step where", "at any step where")
+_add("THEN", "then")
+_add("AND_THEN", "and then", "and after that", "after that", "and later", "and afterwards",
+     "and subsequently", "and at some point after it does", "and at a later step")
+_add("FOLLOWED_BY", "followed by", "succeeded by")
+_add("FOLLOWED_BY_NEXT", "immediately followed by", "directly followed by",
+     "followed immediately by", "followed directly by", "followed in the next step by")
+_add("BEFORE", "before", "prior to", "earlier than", "ahead of")
+_add("PREVIOUSLY", "previously", "earlier", "beforehand", "already", "at some earlier step",
+     "in the past")
+_add("AFTER", "after")
+_add("ONLY_AFTER", "only after", "not until", "only once after")
+_add("UNTIL", "until", "till", "up to the point where", "from that point until")
+_add("UNTIL_AFTER", "until after")
+_add("BETWEEN", "between")
+_add("ONLY", "only", "solely", "exclusively")
+_add("ONLY_IF", "only if", "only when", "only in case", "only whenever", "only provided that")
+_add("PRECEDES", "precedes", "must precede", "should precede", "precede", "comes before",
+     "must come before", "should come before")
+_add("PRECEDED_BY", "preceded by", "be preceded by")
+_add("NOT", "not", "no", "do not", "does not", "did not", "don't", "doesn't", "didn't",
+     "must not", "mustn't", "should not", "shouldn't", "shall not", "may not", "cannot",
+     "can't", "can not", "will not", "won't", "is not", "are not", "isn't", "aren't",
+     "is not allowed to", "are not allowed to", "is forbidden to", "are forbidden to",
+     "is prohibited from", "are prohibited from", "refrain from", "must avoid", "avoid",
+     "is not permitted to", "are not permitted to", "never to", "must never", "should never")
+_PHRASES["must never"] = "MODAL NEVER"
+_PHRASES["should never"] = "MODAL NEVER"
+_add("FORBIDDEN", "is forbidden", "are forbidden", "is not allowed", "are not allowed",
+     "is prohibited", "are prohibited", "is not permitted", "are not permitted",
+     "is a violation", "are a violation", "counts as a violation", "is disallowed")
+# The copula: dropped from atom names, but it tells a state ("must be free") from an action
+# ("must greet the customer") and where a shared subject ends ("the door is closed or locked").
+COPULAS = frozenset({"is", "are", "was", "were", "be", "been"})
+_add("MODAL", "must", "should", "shall", "has to", "have to", "needs to", "need to",
+     "is required to", "are required to", "ought to", "is expected to", "are expected to",
+     "is obliged to", "are obliged to", "may", "can", "will", "is allowed to",
+     "are allowed to", "is permitted to", "are permitted to", "is to", "are to", "would",
+     "is allowed", "are allowed", "is permitted", "are permitted")
+_add("HAPPEN", "happen", "happens", "happened", "occur", "occurs", "occurred", "appear",
+     "appears", "appeared", "take place", "takes place", "took place", "follow", "follows",
+     "is done", "be done", "is performed", "be performed", "be observed", "is observed",
+     "be seen", "is seen", "occurs at least once")
+_PHRASES["occurs at least once"] = "HAPPEN AT_LEAST NUM=1 TIMES"
+_add("HOLD", "hold", "holds", "hold true", "holds true", "be true", "is true", "remain true",
+     "remains true", "be the case", "is the case", "be satisfied", "is satisfied")
+_add("AND", "and", "as well as", "whose", "where", "while", "with the same step having")
+_add("OR", "or")
+_add("EITHER", "either")
+_add("NEITHER", "neither")
+_add("NOR", "nor")
+_add("BOTH", "both")
+_add("BUT_NOT", "but not", "and not", "except")
+_add("WITHOUT", "without", "without first", "without prior")
+# Fixed phrases that carry no meaning of their own in a rule ("at step t" names the trigger
+# step; "use it to chop" is "chop"; "from that point" restates the trigger).
+_add("DROP", "at step t", "at time t", "at time step t", "at that step", "at any time step",
+     "at any step", "from that point", "from that point on", "from then on", "in the trace",
+     "in the session", "of the trace", "during the session", "during the run", "use it to",
+     "use them to", "one of", "to do so", "in between", "at a time step", "too", "also",
+     "ever", "any", "other", "things", "thing", "something",
+     "anything", "everything", "please", "directly", "there", "yourself", "itself",
+     "being", "am", "do", "does", "did", "has", "have", "had", "you", "we", "they", "he",
+     "she", "i", "more", "longer")
+# "Every request must be answered": the subject is a trigger, the predicate what it requires.
+_add("EVERY", "every", "each", "all")
+_add("MORE_THAN", "more than")
+_add("FEWER_THAN", "fewer than", "less than")
+_add("MORE_THAN NUM=1 TIMES", "more than once")
+_add("MORE_THAN NUM=2 TIMES", "more than twice")
+_add("FEWER_THAN NUM=2 TIMES", "fewer than twice", "less than twice")
+_add("NOT", "no more", "no longer")
+# Purpose clauses say why, not what: "look around to see the result".
+_add("RATIONALE", "to see", "to familiarize", "to familiarise", "to make sure",
+     "in order to", "so as to", "so that", "to avoid", "to check", "because", "as it",
+     "it wastes", "this means")
+
+# Comparison phrases count only when a number or a quoted value follows them ("exceeds 10000",
+# not "exceeds the limit").  "verb" comparisons take their field from the phrase before them
+# ("the amount exceeds 10000" -> data.amount > 10000); "prep" ones qualify a noun ("a transfer
+# above $10,000") and read the field ``data.amount``.
+_VERB_CMP = {
+    ">": ("exceeds", "exceed", "is greater than", "is more than", "is above", "is over",
+          "is higher than", "is larger than", "is bigger than", "goes above", "goes over",
+          "rises above", "are greater than", "are more than", "are above", "be greater than",
+          "be more than", "be above", "exceeded", "go above", "go over", "rise above",
+          "stay above", "stays above",
+          "remain above", "remains above", ">"),
+    "<": ("is less than", "is lower than", "is below", "is under", "is smaller than",
+          "falls below", "drops below", "goes below", "are less than", "are below",
+          "be less than", "be below", "drop below", "fall below", "go below", "stay below",
+          "stays below", "remain below", "remains below", "stay under", "stays under",
+          "keep below", "<"),
+    ">=": ("is at least", "reaches", "is no less than", "is greater than or equal to",
+           "be at least", "are at least", ">="),
+    "<=": ("is at most", "is no more than", "is less than or equal to", "be at most",
+           "are at most", "does not exceed", "doesn't exceed", "<="),
+    "==": ("is", "equals", "is equal to", "be", "are", "equal", "==", "="),
+    "!=": ("is not", "does not equal", "doesn't equal", "is different from", "isn't",
+           "differs from", "!="),
+}
+_PREP_CMP = {
+    ">": ("above", "over", "more than", "greater than", "higher than", "larger than",
+          "exceeding", "of more than", "of over", "worth more than", "bigger than"),
+    "<": ("below", "under", "less than", "lower than", "smaller than", "of less than",
+          "of under"),
+    ">=": ("of at least",),
+    "<=": ("of at most", "up to"),
+}
+COMPARISON_PHRASES: dict[str, tuple[str, str]] = {}
+for _op, _phrases in _VERB_CMP.items():
+    for _p in _phrases:
+        COMPARISON_PHRASES[_p] = (_op, "verb")
+for _op, _phrases in _PREP_CMP.items():
+    for _p in _phrases:
+        COMPARISON_PHRASES[_p] = (_op, "prep")
+
+PHRASES = dict(_PHRASES)
+LONGEST_PHRASE = max(len(p.split()) for p in list(PHRASES) + list(COMPARISON_PHRASES))
+
+# Articles and possessives: dropped, but the word after one starts a noun phrase (the object a
+# later "it" refers to, and where a shared prefix ends in "go to the bedroom or kitchen").
+DETERMINERS = frozenset({"the", "a", "an", "this", "that", "these", "those", "its", "their",
+                         "your", "my", "our", "his", "her", "some", "such"})
+PRONOUNS = frozenset({"it", "them"})
+PREPOSITIONS = frozenset({"to", "into", "in", "at", "from", "on", "onto", "through", "with",
+                          "of", "out", "inside", "toward", "towards", "via", "by", "for"})
+
+# Words that change the meaning of a rule in ways this grammar does not model: better to say
+# so than to fold them into an atom name.
+UNPLACEABLE = frozenset({"unless", "although", "though", "since", "sometimes", "usually",
+                         "often", "rarely", "seldom", "maybe", "perhaps", "possibly", "probably",
+                         "might", "could", "hence", "therefore", "however", "why", "how",
+                         "what", "which", "who", "mostly", "frequently", "occasionally",
+                         "likely", "unlikely", "otherwise", "else", "instead", "once"})
+# Keywords that only make sense right after a number ("4 steps", "3 times"): elsewhere
+# "step" or "action" is a content word.
+AFTER_NUMBER_ONLY = frozenset({"STEPS", "TIMES"})
+# Keywords that only make sense right before a number ("within 4 steps").
+BEFORE_NUMBER_ONLY = frozenset({"WITHIN", "WITHIN_NEXT", "MORE_THAN", "FEWER_THAN"})
+
+# Past participles that do not end in -ed: "the report must be sent" names an action.
+IRREGULAR_PARTICIPLES = frozenset({
+    "done", "taken", "given", "sent", "made", "seen", "written", "shown", "paid", "held", "kept",
+    "left", "built", "bought", "sold", "told", "found", "chosen", "drawn", "broken", "spoken",
+    "begun", "run", "put", "set", "read", "cut", "hit", "shut", "won", "lost", "brought",
+    "thrown", "known", "eaten", "driven", "ridden", "forgotten", "gotten", "got", "met", "sung",
+    "struck", "torn", "worn", "sworn", "sent", "spent", "lent", "withdrawn", "undone",
+})
+
+NUMBER_WORDS = {
+    "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13,
+    "fourteen": 14, "fifteen": 15, "sixteen": 16, "seventeen": 17, "eighteen": 18,
+    "nineteen": 19, "twenty": 20, "thirty": 30, "fifty": 50, "hundred": 100,
+}

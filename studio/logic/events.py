@@ -1,0 +1,98 @@
+"""Reading data atoms from events.
+
+A data atom compares values read from the event by a dotted path (``output.args.amount``,
+``data.status``) or from the previous event (``prev(data.balance)``).  A path that is missing,
+or a comparison between values of different kinds (a string against a number, a boolean against
+a number), is simply false: a rule never crashes on an event it did not expect.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .formula import Comparison
+
+
+class _Missing:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Any = _Missing()
+
+
+_split_cache: dict[str, tuple[str, ...]] = {}
+
+
+def _parts(path: str) -> tuple[str, ...]:
+    parts = _split_cache.get(path)
+    if parts is None:
+        if len(_split_cache) > 10_000:
+            _split_cache.clear()
+        parts = _split_cache[path] = tuple(path.split("."))
+    return parts
+
+
+def read_path(event: Any, path: str) -> Any:
+    """The value at a dotted path, or ``MISSING``.  List elements are addressed by index."""
+    value = event
+    for part in _parts(path):
+        if type(value) is dict or isinstance(value, Mapping):
+            value = value.get(part, MISSING)
+        elif isinstance(value, list) and part.isdigit():
+            index = int(part)
+            value = value[index] if index < len(value) else MISSING
+        else:
+            return MISSING
+        if value is MISSING:
+            return MISSING
+    return value
+
+
+def _operand(operand: tuple, event: Any, previous: Any) -> Any:
+    kind, value = operand
+    if kind == "const":
+        return value
+    if kind == "path":
+        return read_path(event, value)
+    return MISSING if previous is None else read_path(previous, value)
+
+
+_KINDS = {type(None): "null", bool: "bool", int: "number", float: "number", str: "string"}
+
+
+def value_kind(value: Any) -> str:
+    return _KINDS.get(type(value), "other")
+
+
+def compare_values(op: str, left: Any, right: Any) -> bool:
+    """An atomic comparison as data atoms read it (CPL guards too): false when a side is
+    undefined; values of different kinds are unequal; order only between two numbers or two
+    strings."""
+    if left is MISSING or right is MISSING:
+        return False
+    same_kind = value_kind(left) == value_kind(right)
+    if op == "==":
+        return same_kind and left == right
+    if op == "!=":
+        return not (same_kind and left == right)
+    if not same_kind or value_kind(left) not in ("number", "string"):
+        return False
+    if op == "<":
+        return left < right
+    if op == "<=":
+        return left <= right
+    if op == ">":
+        return left > right
+    if op == ">=":
+        return left >= right
+    raise ValueError(f"unknown comparison {op!r}")
+
+
+def compare(comparison: Comparison, event: Any, previous: Any = None) -> bool:
+    """Truth of a data atom on ``event`` (``previous`` is the event before it, if any)."""
+    return compare_values(comparison.op, _operand(comparison.left, event, previous),
+                          _operand(comparison.right, event, previous))

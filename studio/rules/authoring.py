@@ -1,0 +1,99 @@
+"""Writing and reviewing rules: English to LTL with either engine, and the review aids of a
+formula (plain English read back, example traces, warnings, equivalence with another version).
+
+Thin over the pure core (``studio.logic.english``, ``studio.logic.review``); what the pages and
+the API show is the dictionary these functions return.
+"""
+
+from __future__ import annotations
+
+from studio.api.core import ServiceError
+from studio.logic import review
+from studio.logic.english import Formalisation
+from studio.logic.english import formalise as offline_formalise
+from studio.logic.finite import holds
+from studio.logic.formula import Formula
+from studio.logic.parser import FormulaSyntaxError, parse
+
+ENGINES = ("offline", "llm")
+ENGLISH_LIMIT = 4000
+# Shorter than the core's default: the page waits for these searches.
+REVIEW_LENGTH = 10
+
+
+def formalise(english: str, engine: str = "offline", atoms: tuple[str, ...] = ()) -> dict:
+    """The engine's reading of ``english``: the formula and its atoms, or the words it could not
+    place and why.  ``atoms`` (the workspace's known atoms) guide the LLM's naming."""
+    if engine not in ENGINES:
+        raise ServiceError(f"unknown engine {engine!r}; engines are {', '.join(ENGINES)}",
+                           field="engine", status=422)
+    english = (english or "").strip()
+    if not english:
+        raise ServiceError("write the rule in English first", field="english", status=422)
+    if len(english) > ENGLISH_LIMIT:
+        raise ServiceError(f"the rule is {len(english)} characters long; at most "
+                           f"{ENGLISH_LIMIT}", field="english", status=422)
+    if engine == "offline":
+        result = offline_formalise(english)
+    else:
+        from studio.logic.english.llm import LLMFormaliser
+
+        result = LLMFormaliser(atoms=atoms).formalise(english)
+    return _formalisation(result)
+
+
+def _formalisation(result: Formalisation) -> dict:
+    return {"ok": result.ok, "engine": result.engine, "formula": result.text,
+            "atoms": list(result.atoms), "message": result.message,
+            "unplaced": [{"word": word, "at": at} for word, at in result.unplaced]}
+
+
+def _trace(found: review.SearchResult) -> dict:
+    steps = None if found.trace is None else [sorted(letter) for letter in found.trace]
+    return {"steps": steps, "exact": found.exhaustive, "message": found.message}
+
+
+def review_aids(text: str, compare_to: str | None = None) -> dict:
+    """What a reviewer reads beside a formula: ``english`` (precise English generated from it),
+    ``satisfying`` and ``violating`` (a shortest trace of each, or none, saying whether the
+    search was exhaustive), ``warnings`` (unsatisfiable, valid, vacuous) and, with
+    ``compare_to``, ``equivalence`` (equivalent, or a shortest trace on which the two differ).
+    ``limit`` says why the searches were not run when the formula reads too many atoms."""
+    formula = _parsed(text, "formula")
+    aids: dict = {"formula": formula.text, "english": review.explain(formula)}
+    try:
+        aids["satisfying"] = _trace(review.find_trace(formula, True, REVIEW_LENGTH))
+        aids["violating"] = _trace(review.find_trace(formula, False, REVIEW_LENGTH))
+        aids["warnings"] = [{"kind": w.kind, "message": w.message, "exact": w.exact,
+                             "trigger": w.trigger}
+                            for w in review.warnings(formula, REVIEW_LENGTH)]
+        if compare_to is not None:
+            aids["equivalence"] = _compare(_parsed(compare_to, "compare_to"), formula)
+    except review.ReviewLimitError as exc:
+        aids["limit"] = str(exc)
+    return aids
+
+
+def _compare(before: Formula, after: Formula) -> dict:
+    found = review.find_distinguishing_trace(before, after, REVIEW_LENGTH)
+    out = {"equivalent": found.trace is None, "exact": found.exhaustive,
+           "message": found.message, "other": before.text, "steps": None}
+    if found.trace is not None:
+        out["steps"] = [sorted(letter) for letter in found.trace]
+        # Which of the two holds on it (data atoms read as independent propositions).
+        out["other_holds"] = _holds_on(before, found.trace)
+        out["this_holds"] = _holds_on(after, found.trace)
+    return out
+
+
+def _holds_on(f: Formula, trace: list[frozenset[str]]) -> bool:
+    """The finite-trace oracle's verdict, data atoms read as the propositions the search used."""
+    return holds(review.propositional_abstraction(f), [(letter, {}) for letter in trace])
+
+
+def _parsed(text: str, field: str) -> Formula:
+    try:
+        return parse(text)
+    except FormulaSyntaxError as exc:
+        raise ServiceError(f"line {exc.line}, column {exc.column}: {exc.message}", field=field,
+                           status=422) from None

@@ -1,0 +1,60 @@
+"""API of rule authoring: English to LTL, and the review aids of a formula or a version."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from django.shortcuts import get_object_or_404
+from ninja import Router, Schema
+
+from studio.api.core import Text, workspace_for
+
+from . import authoring
+from .models import Rule
+from .monitoring import labeling_for
+
+router = Router(tags=["rule authoring"])
+
+
+class FormaliseIn(Schema):
+    english: Text
+    engine: Literal["offline", "llm"] = "offline"
+
+
+class FormaliseOut(Schema):
+    ok: bool
+    engine: str
+    formula: str
+    atoms: list[str]
+    message: str
+    unplaced: list[dict[str, Any]]
+
+
+class ReviewIn(Schema):
+    formula: Text
+    compare_to: Text | None = None
+
+
+@router.post("w/{slug}/formalise", response=FormaliseOut,
+             summary="Read an English rule as a formula (offline grammar or the configured LLM)")
+def formalise(request, slug: str, body: FormaliseIn):
+    workspace = workspace_for(request, slug)
+    known = tuple(sorted(labeling_for(workspace).declared_atoms))
+    return authoring.formalise(body.english, body.engine, known)
+
+
+@router.post("w/{slug}/formulas/review", response=dict[str, Any],
+             summary="Review aids of a formula: English, example traces, warnings, equivalence")
+def review_formula(request, slug: str, body: ReviewIn):
+    workspace_for(request, slug)
+    return authoring.review_aids(body.formula, body.compare_to)
+
+
+@router.get("w/{slug}/rules/{rule_id}/versions/{number}/review", response=dict[str, Any],
+            summary="Review aids of a rule version, compared with the version before it")
+def review_version(request, slug: str, rule_id: int, number: int):
+    workspace = workspace_for(request, slug)
+    rule = get_object_or_404(Rule, workspace=workspace, pk=rule_id)
+    version = get_object_or_404(rule.versions, number=number)
+    previous = rule.versions.filter(number__lt=number).order_by("-number").first()
+    return authoring.review_aids(version.formula, previous.formula if previous else None)

@@ -1,0 +1,56 @@
+"""From stored rules and labelers to the pure monitors: what audits and live ingestion share."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from studio.labeling import Labeling, make_labeler
+from studio.monitor import RuleSet
+
+from .models import Labeler, Rule, RuleVersion, VersionStatus
+
+
+def labeler_snapshot(workspace) -> list[dict]:
+    """The workspace's enabled labelers as plain data (an audit run stores this, so every batch
+    labels events the same way whatever is edited later)."""
+    return [{"kind": l.kind, "atom": l.atom, "config": l.config}
+            for l in Labeler.objects.filter(workspace=workspace, enabled=True).order_by("atom")]
+
+
+def labeling_from(snapshot: list[dict]) -> Labeling:
+    return Labeling([make_labeler(d["kind"], d["atom"], d["config"]) for d in snapshot])
+
+
+def labeling_for(workspace) -> Labeling:
+    """The workspace's labeling function: event labels, built-in atoms, enabled labelers."""
+    return labeling_from(labeler_snapshot(workspace))
+
+
+def approved_versions(workspace, rule_set=None) -> list[RuleVersion]:
+    """The newest approved version of each rule (of the rule set, or of the workspace)."""
+    rules = rule_set.rules.all() if rule_set is not None else Rule.objects.filter(
+        workspace=workspace)
+    versions = []
+    for rule in rules.order_by("name"):
+        version = (rule.versions.filter(status=VersionStatus.APPROVED)
+                   .order_by("-number").first())
+        if version is not None:
+            versions.append(version)
+    return versions
+
+
+def live_versions(workspace) -> list[RuleVersion]:
+    """What live sessions are monitored against: the rule sets marked live, else every rule."""
+    live_sets = list(workspace.rule_sets.filter(live=True))
+    if not live_sets:
+        return approved_versions(workspace)
+    seen: dict[int, RuleVersion] = {}
+    for rule_set in live_sets:
+        for version in approved_versions(workspace, rule_set):
+            seen[version.id] = version
+    return sorted(seen.values(), key=lambda v: v.rule.name)
+
+
+def ruleset_for(versions: Iterable[RuleVersion]) -> RuleSet:
+    """Monitors for the given versions, each named by its rule."""
+    return RuleSet([(v.rule.name, v.formula) for v in versions])

@@ -1,0 +1,220 @@
+"""Rule pages: the list, the editor with live parse feedback, version history with diffs,
+submission and review.  Views validate and call rules.services; htmx requests get partials."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_http_methods, require_POST
+
+from studio.api.core import ServiceError
+from studio.logic.parser import FormulaSyntaxError, parse
+from studio.monitor import RuleError, compile_rule
+from studio.web.access import actor, workspace_page
+from studio.workspaces.models import Role
+
+from . import authoring, services
+from .models import Rule, RuleVersion, VersionStatus
+from .monitoring import labeling_for
+
+
+def describe_formula(workspace, text: str) -> dict:
+    """What the editor shows: the pretty formula and its atoms, or where and why it fails."""
+    if not text.strip():
+        return {"empty": True}
+    try:
+        formula = parse(text)
+        compile_rule("formula", formula)
+    except FormulaSyntaxError as exc:
+        lines = text.split("\n")
+        line = lines[exc.line - 1] if 0 < exc.line <= len(lines) else ""
+        cut = exc.column - 1
+        return {"error": exc.message, "line": exc.line, "column": exc.column,
+                "before": line[:cut], "at": line[cut:cut + 1] or " ", "after": line[cut + 1:],
+                "expected": exc.expected}
+    except RuleError as exc:
+        return {"error": str(exc), "line": 1, "column": 1, "before": "", "at": "",
+                "after": text, "expected": ()}
+    labeling = labeling_for(workspace)
+    atoms = []
+    for leaf in sorted(formula.atoms, key=lambda a: a if isinstance(a, str) else a.text):
+        if isinstance(leaf, str):
+            atoms.append({"atom": leaf, "kind": "atom", "produced": labeling.produces(leaf)})
+        elif leaf.op == "cmp":
+            atoms.append({"atom": leaf.text, "kind": "data", "produced": True})
+    return {"pretty": formula.text, "atoms": atoms,
+            "unlabelled": [a["atom"] for a in atoms if not a["produced"]]}
+
+
+_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[A-Za-z_][\w:.\-]*|\d+|<->|->|\S')
+
+
+def formula_diff(old: str, new: str) -> list[tuple[str, str]]:
+    """Token-level diff: [(op, text)] with op in equal / del / ins."""
+    a, b = _TOKENS.findall(old), _TOKENS.findall(new)
+    out = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+        if op == "equal":
+            out.append(("equal", " ".join(a[i1:i2])))
+            continue
+        if i2 > i1:
+            out.append(("del", " ".join(a[i1:i2])))
+        if j2 > j1:
+            out.append(("ins", " ".join(b[j1:j2])))
+    return out
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def rule_list(request: HttpRequest, slug: str):
+    workspace, roles = workspace_page(request, slug)
+    # Prefilled from the English-to-LTL panel's "use this formula" link.
+    form = {k: request.GET.get(k, "")[:authoring.ENGLISH_LIMIT]
+            for k in ("name", "formula", "description")}
+    errors = {}
+    if request.method == "POST":
+        workspace, roles = workspace_page(request, slug, Role.AUTHOR)
+        form = {k: request.POST.get(k, "") for k in form}
+        try:
+            rule = services.create_rule(workspace, actor(request), form["name"], form["formula"],
+                                        form["description"])
+        except ServiceError as exc:
+            errors[exc.field or "general"] = exc.message
+        else:
+            messages.success(request, f"Rule {rule.name!r} created as a draft.")
+            return redirect("rule", slug=slug, rule_id=rule.id)
+    rules = []
+    for rule in Rule.objects.filter(workspace=workspace).prefetch_related("versions"):
+        versions = sorted(rule.versions.all(), key=lambda v: v.number)
+        approved = [v for v in versions if v.status == VersionStatus.APPROVED]
+        rules.append({"rule": rule, "latest": versions[-1] if versions else None,
+                      "approved": approved[-1] if approved else None})
+    return render(request, "rules/list.html", {
+        "workspace": workspace, "roles": roles, "rules": rules, "form": form, "errors": errors,
+        "check": describe_formula(workspace, form["formula"])})
+
+
+@login_required
+@require_POST
+def formalise_english(request: HttpRequest, slug: str):
+    """htmx (or a plain form post): an English rule read as a formula, with a link that starts
+    a new rule from it."""
+    workspace, roles = workspace_page(request, slug)
+    english = request.POST.get("english", "")
+    engine = request.POST.get("engine", "offline")
+    context = {"workspace": workspace, "roles": roles, "english": english, "engine": engine}
+    try:
+        known = tuple(sorted(labeling_for(workspace).declared_atoms))
+        context["reading"] = authoring.formalise(english, engine, known)
+    except ServiceError as exc:
+        context["error"] = exc.message
+    if context.get("reading", {}).get("ok"):
+        context["use_query"] = urlencode({"formula": context["reading"]["formula"],
+                                          "description": english.strip()})
+    template = ("rules/_formalised.html" if request.headers.get("HX-Request")
+                else "rules/formalise.html")
+    return render(request, template, context)
+
+
+@login_required
+@require_http_methods(["GET"])
+def review_aids(request: HttpRequest, slug: str, rule_id: int):
+    """The review aids of a version (``?v=N``), compared with the version before it; loaded by
+    htmx into the rule page, or a page of its own without JavaScript."""
+    workspace, roles = workspace_page(request, slug)
+    rule = get_object_or_404(Rule, workspace=workspace, id=rule_id)
+    versions = list(rule.versions.order_by("number"))
+    wanted = request.GET.get("v", "")
+    selected = next((v for v in versions if wanted.isdigit() and v.number == int(wanted)),
+                    versions[-1])
+    previous = next((v for v in reversed(versions) if v.number < selected.number), None)
+    context = {"workspace": workspace, "roles": roles, "rule": rule, "selected": selected,
+               "previous": previous}
+    try:
+        context["aids"] = authoring.review_aids(selected.formula,
+                                                previous.formula if previous else None)
+    except ServiceError as exc:
+        context["error"] = exc.message
+    template = ("rules/_aids.html" if request.headers.get("HX-Request")
+                else "rules/review_aids.html")
+    return render(request, template, context)
+
+
+@login_required
+@require_POST
+def formula_check(request: HttpRequest, slug: str):
+    """htmx: live feedback for the formula being typed."""
+    workspace, _ = workspace_page(request, slug)
+    return render(request, "rules/_check.html",
+                  {"check": describe_formula(workspace, request.POST.get("formula", ""))})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def rule_detail(request: HttpRequest, slug: str, rule_id: int):
+    workspace, roles = workspace_page(request, slug)
+    rule = get_object_or_404(Rule, workspace=workspace, id=rule_id)
+    versions = list(rule.versions.select_related("author", "reviewer").order_by("number"))
+    selected = versions[-1]
+    wanted = request.GET.get("v")
+    if wanted and wanted.isdigit():
+        selected = next((v for v in versions if v.number == int(wanted)), selected)
+    previous = next((v for v in reversed(versions) if v.number < selected.number), None)
+    errors = {}
+    if request.method == "POST":
+        outcome = _act(request, workspace, rule, selected, errors)
+        if outcome is not None:
+            return outcome
+    me = request.user
+    return render(request, "rules/detail.html", {
+        "workspace": workspace, "roles": roles, "rule": rule, "versions": versions,
+        "selected": selected, "previous": previous, "errors": errors,
+        "diff": formula_diff(previous.formula, selected.formula) if previous else None,
+        "check": describe_formula(workspace, request.POST.get("formula", selected.formula)),
+        "can_edit": Role.AUTHOR in roles and selected.status == VersionStatus.DRAFT,
+        "can_review": (Role.REVIEWER in roles and selected.status == VersionStatus.IN_REVIEW
+                       and selected.author_id != me.id),
+        "own_version_in_review": (selected.status == VersionStatus.IN_REVIEW
+                                  and selected.author_id == me.id),
+        "is_author_role": Role.AUTHOR in roles,
+    })
+
+
+def _act(request, workspace, rule, version: RuleVersion, errors: dict):
+    action = request.POST.get("action")
+    needed = {"save": Role.AUTHOR, "submit": Role.AUTHOR, "new_version": Role.AUTHOR,
+              "approve": Role.REVIEWER, "reject": Role.REVIEWER}.get(action)
+    if needed is None:
+        errors["general"] = "Unknown action."
+        return None
+    workspace_page(request, workspace.slug, needed)
+    who = actor(request)
+    try:
+        if action == "save":
+            services.update_draft(version, who, formula=request.POST.get("formula", ""))
+            messages.success(request, f"Draft version {version.number} saved.")
+        elif action == "submit":
+            services.update_draft(version, who, formula=request.POST.get("formula",
+                                                                          version.formula))
+            services.submit_for_review(version, who)
+            messages.success(request, f"Version {version.number} submitted for review.")
+        elif action == "new_version":
+            created = services.new_version(rule, who)
+            messages.success(request, f"Draft version {created.number} started.")
+            return redirect(f"{request.path}?v={created.number}")
+        elif action == "approve":
+            services.approve(version, who, request.POST.get("comment", ""))
+            messages.success(request, f"Version {version.number} approved.")
+        else:
+            services.reject(version, who, request.POST.get("comment", ""))
+            messages.success(request, f"Version {version.number} rejected.")
+    except ServiceError as exc:
+        errors[exc.field or "general"] = exc.message
+        return None
+    return redirect(f"{request.path}?v={version.number}")

@@ -1,0 +1,230 @@
+"""Settings for Compliance Studio: one file, configured by environment variables.
+
+With no environment at all it runs for development: DEBUG on, SQLite in the repository root and
+Celery tasks executed in-process, so a newcomer needs no services. DATABASE_URL and
+CELERY_BROKER_URL switch to Postgres and Redis; DEBUG=false turns on the production hardening.
+"""
+
+import os
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+_TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
+_FALSE_WORDS = frozenset({"0", "false", "no", "off"})
+
+
+def env_str(name: str, default: str = "") -> str:
+    # An empty value counts as unset, so `FOO=` in a compose or .env file falls back to the default.
+    return os.environ.get(name) or default
+
+
+def env_bool(name: str, default: bool) -> bool:
+    raw = env_str(name).strip().lower()
+    if not raw:
+        return default
+    if raw in _TRUE_WORDS:
+        return True
+    if raw in _FALSE_WORDS:
+        return False
+    # A typo such as DEBUG=flase must not silently leave production in debug mode.
+    raise ImproperlyConfigured(f"{name} must be true or false, not {os.environ[name]!r}")
+
+
+def env_list(name: str, default: list[str] | None = None) -> list[str]:
+    raw = env_str(name)
+    if not raw:
+        return list(default or [])
+    return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+DEBUG = env_bool("DEBUG", True)
+
+SECRET_KEY = env_str("SECRET_KEY")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is false")
+    SECRET_KEY = "django-insecure-development-only-never-use-in-production"
+
+# Empty by default: with DEBUG on Django still serves localhost; with DEBUG off it serves nothing
+# until the hosts are named.
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "studio.workspaces",
+    "studio.rules",
+    "studio.traces",
+    "studio.audits",
+    "studio.live",
+    "studio.web",
+    "csp",
+    "template_partials",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "studio.web.middleware.HtmxSignInRedirect",
+]
+
+ROOT_URLCONF = "studio.urls"
+WSGI_APPLICATION = "studio.wsgi.application"
+ASGI_APPLICATION = "studio.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "studio.web.context.workspaces",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": dj_database_url.config(
+        default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}",
+        conn_max_age=60,
+        # Persistent connections must survive a Postgres restart without a burst of 500s.
+        conn_health_checks=True,
+    ),
+}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = BASE_DIR / "staticfiles"
+
+# Production hardening; `manage.py check --deploy` is clean with DEBUG=false.
+if not DEBUG:
+    SECURE_SSL_REDIRECT = True
+    # Load balancers probe over plain HTTP; a redirect would read as "down".
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = 60 * 60 * 24 * 365
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    SECURE_HSTS_PRELOAD = True
+    # Only behind a TLS-terminating proxy that overwrites this header; trusting it otherwise
+    # lets any client claim HTTPS.
+    if env_bool("BEHIND_TLS_PROXY", False):
+        SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+# Celery: every setting is read by worker/celery.py from CELERY_<NAME>.
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL")
+if not CELERY_BROKER_URL:
+    # No broker configured: run tasks in the calling process and raise their errors there, so
+    # development and tests need no Redis. The in-memory transport keeps anything that still
+    # talks to a broker from trying the default amqp://localhost.
+    CELERY_BROKER_URL = "memory://"
+    CELERY_TASK_ALWAYS_EAGER = True
+    CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND") or None
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Where tasks go and workers listen unless told otherwise; several studios (or test runs) can
+# share one Redis by naming their own queue.
+CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "celery")
+
+# A task is acknowledged only after it finishes, and a task whose worker died is requeued, so an
+# audit interrupted by SIGKILL is run again rather than lost (tasks are idempotent).
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+# Audit batches are long: a worker must not hoard queued tasks that idle workers could run.
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_TIME_LIMIT = 30 * 60
+# Redis redelivers an unacknowledged task after the visibility timeout; below the time limit, a
+# still-running task would be started a second time, concurrently. Set wherever Celery reads it.
+# CELERY_VISIBILITY_TIMEOUT (seconds) exists for tests that kill workers and want redelivery soon.
+celery_visibility_timeout = int(env_str("CELERY_VISIBILITY_TIMEOUT", str(60 * 60)))
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": celery_visibility_timeout}
+CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = {"visibility_timeout": celery_visibility_timeout}
+# Redis can still lose a task outright: one popped by a worker that dies before recording it as
+# unacknowledged is never redelivered.  So beat runs a sweeper that enqueues again the batches of
+# audits (and the parses of uploads) that made no progress for AUDIT_STALL_SECONDS - longer than
+# the task time limit, so nothing still running is duplicated.  Duplicates are harmless anyway.
+AUDIT_STALL_SECONDS = int(env_str("AUDIT_STALL_SECONDS", str(CELERY_TASK_TIME_LIMIT + 5 * 60)))
+AUDIT_SWEEP_SECONDS = float(env_str("AUDIT_SWEEP_SECONDS", "60"))
+CELERY_BEAT_SCHEDULE = {
+    "requeue-stalled-work": {"task": "worker.audits.requeue_stalled_work",
+                             "schedule": AUDIT_SWEEP_SECONDS},
+}
+CELERY_BEAT_SCHEDULE_FILENAME = env_str("CELERY_BEAT_SCHEDULE_FILENAME",
+                                        str(BASE_DIR / "var" / "celerybeat-schedule"))
+
+# How long a server process trusts a token it has verified (revocation reaches other processes
+# within this; 0 looks every token up on every request).
+TOKEN_CACHE_SECONDS = float(env_str("TOKEN_CACHE_SECONDS", "5"))
+
+# How long a server process reuses a workspace's live rules and labelers before reading them
+# again (changes made through this process apply at once; 0 reads them on every delivery).
+LIVE_CONTEXT_SECONDS = float(env_str("LIVE_CONTEXT_SECONDS", "2"))
+
+# Whether a live delivery is answered only once its events are flushed to disk (Postgres
+# synchronous_commit).  Off, the answer comes without waiting for the disk; an operating-system
+# crash or power loss (not a Postgres or studio crash) may then lose the last fraction of a
+# second of acknowledged events.  On by default: a compliance record must not vanish.
+LIVE_DURABLE_COMMIT = env_bool("LIVE_DURABLE_COMMIT", True)
+
+# Ingestion limits (RELIABILITY.md 4, 7).
+MAX_REQUEST_BYTES = int(env_str("MAX_REQUEST_BYTES", str(20 * 1024 * 1024)))  # also decompressed
+DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_REQUEST_BYTES
+FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024  # larger uploads spool to disk, never to memory
+UPLOAD_ROOT = Path(env_str("UPLOAD_ROOT", str(BASE_DIR / "var" / "uploads")))
+LIVE_RATE_LIMIT_PER_MINUTE = int(env_str("LIVE_RATE_LIMIT_PER_MINUTE", "6000"))
+WEBHOOK_TOLERANCE_SECONDS = 300
+AUDIT_BATCH_SIZE = int(env_str("AUDIT_BATCH_SIZE", "200"))
+AUDIT_MAX_ATTEMPTS = int(env_str("AUDIT_MAX_ATTEMPTS", "3"))
+
+# Pages: sign-in, and a Content-Security-Policy that allows no inline script or style, so an
+# injected <script> in a log line could not run even if escaping failed (RELIABILITY.md 14).
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "login"
+from csp.constants import NONE, SELF  # noqa: E402 - kept next to the policy it builds
+
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        "img-src": [SELF, "data:"],
+        "connect-src": [SELF],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+        "base-uri": [NONE],
+        "object-src": [NONE],
+    },
+}

@@ -1,0 +1,79 @@
+"""OTLP/HTTP JSON trace files: one ``ExportTraceServiceRequest`` document, or one per line (what
+the OpenTelemetry Collector's file exporter writes).  Spans become events through
+``otlp.events_from_otlp``, the decoder live ingestion uses, with one message linker for the whole
+file; each event is then checked like a JSONL line.  A document is read one ``resourceSpans``
+entry at a time."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from functools import partial
+from typing import Any, BinaryIO
+
+from .base import LineError, OptionsError, decode_json_line, event_from_object, read_lines, too_long
+from .jsonstream import DocumentError, JsonStream
+from .openai_chat import sniff_lines
+
+OPTIONS: frozenset[str] = frozenset()
+UNAVAILABLE = "OTLP import not available yet"
+
+
+def decoder():
+    """``events_from_otlp(document) -> (events, errors)``, or OptionsError while the OTLP decoder
+    is not there.  Each decoder has its own message linker: the spans of one trace may be spread
+    over several documents of a file, and a message joins spans of two of them."""
+    try:
+        from .otlp import MessageLinker, events_from_otlp
+    except ImportError:
+        raise OptionsError(UNAVAILABLE, field="format") from None
+    return partial(events_from_otlp, linker=MessageLinker())
+
+
+def check_options(options: dict | None) -> None:
+    decoder()
+    if options:
+        raise OptionsError("OTLP files take no options", field=f"options.{min(options)}")
+
+
+def _decode(events_from_otlp, document: Any, line: int, pointer: str) -> Iterator[dict | LineError]:
+    events, errors = events_from_otlp(document)
+    for message in errors:
+        yield LineError(line, str(message), pointer)
+    for event in events:
+        checked = event_from_object(event, line)
+        if isinstance(checked, dict):
+            yield checked
+        else:
+            yield LineError(line, f"a span gave an event that cannot be stored: {checked}",
+                            pointer)
+
+
+def parse_otlp(file: BinaryIO, options: dict | None = None,
+               name: str = "") -> Iterator[dict | LineError]:
+    check_options(options)
+    events_from_otlp = decoder()
+    is_lines, file = sniff_lines(file)
+    if is_lines:
+        for number, raw in read_lines(file):
+            if raw is None:
+                yield LineError(number, too_long())
+                continue
+            if not raw.strip():
+                continue
+            value, problem = decode_json_line(raw)
+            if problem is None and not isinstance(value, dict):
+                problem = f"expected an OTLP JSON object, got a {type(value).__name__}"
+            if problem:
+                yield LineError(number, problem)
+                continue
+            yield from _decode(events_from_otlp, value, number, "")
+        return
+    stream = JsonStream(file)
+    try:
+        for key in stream.members():
+            if key == "resourceSpans":
+                for index, (line, entry) in enumerate(stream.elements()):
+                    yield from _decode(events_from_otlp, {"resourceSpans": [entry]}, line,
+                                       f"/resourceSpans/{index}")
+    except DocumentError as exc:
+        yield LineError(exc.line, exc.reason)

@@ -1,0 +1,157 @@
+"""Uploaded logs, sessions and their events (the canonical event of DESIGN.md)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from studio.workspaces.models import Workspace
+
+
+class UploadFormat(models.TextChoices):
+    JSONL = "jsonl"
+    CSV = "csv"
+    OPENAI = "openai"     # chat transcripts: messages with tool_calls
+    OTLP = "otlp"         # OTLP/HTTP JSON traces
+    INSPECT = "inspect"   # Inspect AI logs (.eval zip or .json)
+
+
+class UploadStatus(models.TextChoices):
+    RECEIVED = "received"
+    PARSING = "parsing"
+    PARSED = "parsed"
+    FAILED = "failed"
+
+
+class Upload(models.Model):
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="uploads")
+    uploaded_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                    on_delete=models.SET_NULL, related_name="+")
+    filename = models.CharField(max_length=255)
+    format = models.CharField(max_length=20, choices=UploadFormat.choices)
+    options = models.JSONField(default=dict, blank=True)  # e.g. the CSV column mapping
+    sha256 = models.CharField(max_length=64)
+    size = models.BigIntegerField(default=0)
+    stored_path = models.CharField(max_length=500, blank=True)
+    status = models.CharField(max_length=20, choices=UploadStatus.choices,
+                              default=UploadStatus.RECEIVED)
+    lines_total = models.BigIntegerField(default=0)
+    lines_ok = models.BigIntegerField(default=0)
+    lines_bad = models.BigIntegerField(default=0)
+    events_stored = models.BigIntegerField(default=0)
+    # Where parsing has got to: the parser's items already loaded (a rerun skips them) and the
+    # bytes of the file read so far (the progress bar).  Both move in the batch's transaction.
+    items_done = models.BigIntegerField(default=0)
+    bytes_read = models.BigIntegerField(default=0)
+    attempts = models.PositiveSmallIntegerField(default=0)  # parse runs started (capped)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    # When its parse task was last enqueued again by the stall sweeper.
+    requeued_at = models.DateTimeField(null=True, blank=True)
+    # Audit on arrival: the uploader asked for the upload's sessions to be audited (with the
+    # rule set's, or the workspace's, approved rules) as it loads; the run once it is created.
+    audit_requested = models.BooleanField(default=False)
+    audit_rule_set = models.ForeignKey("rules.RuleSet", null=True, blank=True,
+                                       on_delete=models.SET_NULL, related_name="+")
+    audit_run = models.ForeignKey("audits.AuditRun", null=True, blank=True,
+                                  on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["workspace", "sha256"],
+                                               name="same_file_uploaded_once")]
+        ordering = ["-created_at"]
+
+    @property
+    def percent(self) -> float:
+        """How far parsing has got, for the progress bar (100 only once it is done)."""
+        if self.status in (UploadStatus.PARSED, UploadStatus.FAILED):
+            return 100.0
+        if self.status == UploadStatus.RECEIVED or not self.size:
+            return 0.0
+        return round(min(99.0, 100.0 * self.bytes_read / self.size), 1)
+
+
+class UploadError(models.Model):
+    """A record of the file that was not imported, and why.  ``line`` is the file's line (for an
+    Inspect .eval archive the sample's position; 0 for the file as a whole); ``pointer`` is the
+    JSON pointer of the faulty part of a document (``/samples/2/messages/4``)."""
+
+    upload = models.ForeignKey(Upload, on_delete=models.CASCADE, related_name="errors")
+    line = models.BigIntegerField()
+    reason = models.TextField()
+    pointer = models.CharField(max_length=500, blank=True)
+
+    class Meta:
+        ordering = ["line", "id"]
+        # The error table and the CSV read an upload's errors in line order: with a million
+        # errors that must not be a sort.
+        indexes = [models.Index(fields=["upload", "line", "id"], name="upload_error_line_idx")]
+
+
+class TraceSession(models.Model):
+    """One agent session.  ``monitor_state`` holds the live monitors (JSON) between webhook
+    deliveries; the row is locked while a delivery (or an upload batch) adds events to it.
+    ``steps`` is the number of events stored for it."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="sessions")
+    external_id = models.CharField(max_length=300)
+    source = models.CharField(max_length=20, default="upload")  # upload | live
+    steps = models.PositiveIntegerField(default=0)
+    monitor_state = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_event_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["workspace", "external_id"],
+                                               name="session_id_unique_in_workspace")]
+        ordering = ["id"]
+
+
+class Event(models.Model):
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
+    # No index of its own: the unique (session, step) index serves every lookup by session, and
+    # one index fewer to maintain makes bulk loads faster.
+    session = models.ForeignKey(TraceSession, on_delete=models.CASCADE, related_name="events",
+                                db_index=False)
+    upload = models.ForeignKey(Upload, null=True, blank=True, on_delete=models.SET_NULL,
+                               related_name="events")
+    step = models.PositiveIntegerField()
+    # Idempotency: a delivery's event id is unique per workspace and source.
+    source = models.CharField(max_length=40, default="upload")
+    event_id = models.CharField(max_length=200, null=True, blank=True)
+    lifeline = models.CharField(max_length=200, blank=True)
+    timestamp = models.DateTimeField(null=True, blank=True)
+    input = models.JSONField(null=True, blank=True)
+    output = models.JSONField(null=True, blank=True)
+    data = models.JSONField(default=dict, blank=True)
+    labels = models.JSONField(null=True, blank=True)  # labels the event arrived with
+    message_id = models.CharField(max_length=200, blank=True)
+    message_peer = models.CharField(max_length=200, blank=True)
+    message_kind = models.CharField(max_length=10, blank=True)  # send | receive
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["session", "step"], name="one_event_per_step"),
+            models.UniqueConstraint(fields=["workspace", "source", "event_id"],
+                                    condition=models.Q(event_id__isnull=False),
+                                    name="event_id_unique_per_source"),
+        ]
+        ordering = ["session_id", "step"]
+
+    def as_monitor_event(self) -> dict:
+        """The event as the monitors and labelers read it."""
+        return monitor_event(self.session_id, self.step, self.lifeline, self.input, self.output,
+                             self.data, self.labels)
+
+
+def monitor_event(session, step, lifeline, input, output, data, labels) -> dict:
+    """An event as rules read it.  Fields of the original log that importers file under
+    ``data`` (TextWorld's ``env``, say) are also readable where the log had them, at the top, so
+    a rule reads the same path in the studio as in ``manage.py audit`` on the raw file; the
+    canonical fields win a clash."""
+    event = dict(data) if isinstance(data, dict) else {}
+    event.update(session=session, step=step, lifeline=lifeline, input=input, output=output,
+                 data=data if data is not None else {}, labels=labels)
+    return event

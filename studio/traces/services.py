@@ -1,0 +1,795 @@
+"""Uploads: the file stored once, parsed as a stream, its events bulk-loaded, nothing lost.
+
+``create_upload`` streams the file to ``UPLOAD_ROOT`` while hashing it; the same file uploaded
+again to the same workspace is the same upload.  ``parse_upload`` (the Celery task's service) runs
+the format's parser over the stored file and loads its events in batches, one transaction each:
+
+- sessions are looked up (created when new) and locked in bulk, so no other writer adds steps to
+  them while a batch numbers its step-less events after their stored steps;
+- on Postgres the events are COPYed: straight into ``traces_event`` when no stored event can clash
+  (every step of the batch comes after its session's stored steps and no event id is taken),
+  otherwise into a temporary table and then ``INSERT ... ON CONFLICT DO NOTHING``, every row that
+  clashed being reported as a line error with the event it clashed with; on SQLite the clashes
+  are looked up first and the rest goes in with ``bulk_create``;
+- the batch's line errors, the progress counters and the checkpoint (``items_done``) are written
+  in the same transaction, so a rerun after a crash resumes where the last batch ended and never
+  stores an event twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import os
+import queue
+import re
+import tempfile
+import threading
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import orjson
+from django.conf import settings
+from django.db import (
+    IntegrityError,
+    InterfaceError,
+    OperationalError,
+    connection,
+    connections,
+    transaction,
+)
+from django.db.models import F, OuterRef, Subquery
+from django.utils import timezone
+
+from studio.api.core import Conflict, ServiceError
+from studio.workspaces.models import Workspace
+from studio.workspaces.services import record
+
+from . import formats
+from .formats import LineError, OptionsError
+from .models import Event, TraceSession, Upload, UploadError, UploadStatus
+
+logger = logging.getLogger(__name__)
+
+CHUNK_BYTES = 1024 * 1024
+# One load transaction holds at most this many events or bytes of serialised events.
+BATCH_EVENTS = 20_000
+BATCH_BYTES = 16 * 1024 * 1024
+# The first batch is small, and each next one twice as large up to BATCH_EVENTS: the database
+# starts loading after a moment instead of waiting for a whole batch to be parsed.
+FIRST_BATCH_EVENTS = 1_000
+# Postgres: COPY straight into traces_event when no stored event can clash (see the module doc).
+# The bench turns it off to measure the staged load alone.
+DIRECT_COPY = True
+SOURCE = "upload"
+
+
+def max_attempts() -> int:
+    return getattr(settings, "UPLOAD_MAX_ATTEMPTS", 3)
+
+
+# ---------------------------------------------------------------------------------------------
+# Receiving a file
+
+def upload_root() -> Path:
+    return Path(settings.UPLOAD_ROOT)
+
+
+def stored_file(upload: Upload) -> Path:
+    return upload_root() / upload.stored_path
+
+
+def _chunks(file):
+    if hasattr(file, "chunks"):  # a Django UploadedFile: from memory or its temporary file
+        yield from file.chunks(CHUNK_BYTES)
+        return
+    while chunk := file.read(CHUNK_BYTES):
+        yield chunk
+
+
+def create_upload(workspace: Workspace, file, format: str, options: dict | None = None,
+                  by=None, filename: str | None = None, audit: bool = False,
+                  rule_set=None) -> tuple[Upload, bool]:
+    """Store ``file`` and enqueue its parsing after commit.  Returns ``(upload, created)``: the
+    same file uploaded to the workspace before gives that upload back and adds nothing.
+
+    ``audit``: audit the upload's sessions with the approved rules of ``rule_set`` (or of the
+    workspace) as it loads (``studio.audits.arrival``); for a file uploaded before, audit it now
+    (or once parsed)."""
+    options = options if options is not None else {}
+    try:
+        formats.check_options(format, options)
+    except OptionsError as exc:
+        raise ServiceError(exc.message, field=exc.field) from None
+    if audit:
+        _check_auditable(workspace, rule_set)
+    filename = (filename or getattr(file, "name", None) or "upload")
+    filename = os.path.basename(str(filename))[:255] or "upload"
+    incoming = upload_root() / "incoming"
+    incoming.mkdir(parents=True, exist_ok=True)
+    digest, size = hashlib.sha256(), 0
+    temporary: Path | None = None
+    try:
+        with tempfile.NamedTemporaryFile(dir=incoming, delete=False) as handle:
+            temporary = Path(handle.name)
+            for chunk in _chunks(file):
+                digest.update(chunk)
+                handle.write(chunk)
+                size += len(chunk)
+        sha256 = digest.hexdigest()
+        if size == 0:
+            raise ServiceError(f"{filename} is empty: there is nothing to import", field="file",
+                               status=422)
+        if format == "csv":  # a mapping naming a missing column is refused now, not later
+            with open(temporary, "rb") as stored:
+                try:
+                    formats.check_csv_header(stored, options)
+                except OptionsError as exc:
+                    raise ServiceError(exc.message, field=exc.field) from None
+        existing = Upload.objects.filter(workspace=workspace, sha256=sha256).first()
+        if existing is not None:
+            return _again(existing, format, options, audit, rule_set, by), False
+        relative = Path(str(workspace.pk)) / sha256
+        (upload_root() / relative).parent.mkdir(parents=True, exist_ok=True)
+        os.replace(temporary, upload_root() / relative)
+        try:
+            with transaction.atomic():
+                upload = Upload.objects.create(
+                    workspace=workspace, uploaded_by=_user(by), filename=filename, format=format,
+                    options=options, sha256=sha256, size=size, stored_path=str(relative),
+                    audit_requested=audit, audit_rule_set=rule_set if audit else None)
+                record(workspace, by, "upload.created", upload, filename=filename, format=format,
+                       sha256=sha256, size=size, audit=audit,
+                       rule_set=rule_set.name if audit and rule_set is not None else None)
+                transaction.on_commit(partial(enqueue_parse, upload.pk))
+        except IntegrityError:
+            # The same file, uploaded at the same moment: the first one stored is the upload.
+            existing = Upload.objects.filter(workspace=workspace, sha256=sha256).first()
+            if existing is None:
+                raise
+            return _again(existing, format, options, audit, rule_set, by), False
+        return upload, True
+    finally:
+        if temporary is not None:
+            temporary.unlink(missing_ok=True)
+
+
+def _user(actor):
+    user = getattr(actor, "user", actor)
+    return user if getattr(user, "pk", None) and getattr(user, "is_authenticated", False) else None
+
+
+def _check_auditable(workspace: Workspace, rule_set) -> None:
+    from studio.audits.services import approved_versions_or_refuse
+
+    if rule_set is not None and rule_set.workspace_id != workspace.id:
+        raise ServiceError("no such rule set in this workspace", field="rule_set", status=404)
+    approved_versions_or_refuse(workspace, rule_set, field="audit")
+
+
+# A database id as a client may write it: digits, within a bigint.
+_ID = re.compile(r"[0-9]{1,18}")
+
+
+def audit_rule_set(workspace: Workspace, raw: str | None):
+    """The rule set an upload asks to be audited with, from its id as sent (blank: none); a
+    ServiceError naming ``rule_set`` when it is not an id of this workspace's rule sets."""
+    from studio.rules.models import RuleSet
+
+    text = (raw or "").strip()
+    if not text:
+        return None
+    if not _ID.fullmatch(text):
+        raise ServiceError(f"rule_set must be a rule set's id (a whole number), not {text[:40]!r}",
+                           field="rule_set")
+    found = RuleSet.objects.filter(workspace=workspace, pk=int(text)).first()
+    if found is None:
+        raise ServiceError("no such rule set in this workspace", field="rule_set", status=404)
+    return found
+
+
+def _again(existing: Upload, format: str, options: dict, audit: bool = False, rule_set=None,
+           by=None) -> Upload:
+    if existing.format != format or (existing.options or {}) != options:
+        raise Conflict(f"this file was already uploaded to this workspace as upload "
+                       f"#{existing.pk} (format {existing.format}, options "
+                       f"{json.dumps(existing.options or {})}); a file is imported once",
+                       field="file")
+    if existing.status == UploadStatus.RECEIVED:
+        # Its parse task may never have reached a broker; enqueueing again is harmless.
+        transaction.on_commit(partial(enqueue_parse, existing.pk))
+    if audit:
+        _audit_again(existing, rule_set, by)
+    return existing
+
+
+def _audit_again(existing: Upload, rule_set, by) -> None:
+    """The same file with an audit asked for: audit it now, or once its parse ends."""
+    from studio.audits.services import start_audit
+
+    with transaction.atomic():
+        locked = Upload.objects.select_for_update().get(pk=existing.pk)
+        if locked.status in (UploadStatus.RECEIVED, UploadStatus.PARSING):
+            if not locked.audit_requested:
+                Upload.objects.filter(pk=locked.pk).update(audit_requested=True,
+                                                           audit_rule_set=rule_set)
+        else:  # parsed (or failed part-way: its stored events are audited)
+            run = start_audit(locked.workspace, rule_set, locked, by)
+            Upload.objects.filter(pk=locked.pk).update(audit_run=run)
+    existing.refresh_from_db()
+
+
+def enqueue_parse(upload_id: int) -> None:
+    from kombu.exceptions import OperationalError as BrokerError
+
+    from worker.uploads import parse_upload_task
+
+    try:
+        parse_upload_task.delay(upload_id)
+    except BrokerError:
+        # The upload is stored and stays "received"; uploading the same file again enqueues it.
+        logger.warning("upload %s: the broker is unavailable; parsing not enqueued", upload_id)
+
+
+def requeue_stalled_uploads(stall_seconds: float | None = None) -> list[int]:
+    """Enqueue again the parse of every upload still received or parsing whose last sign of
+    life (created, claimed, requeued) is older than ``stall_seconds`` (default
+    ``settings.AUDIT_STALL_SECONDS``, longer than a task may run): its task was lost.  A parse
+    that is in fact still running makes the duplicate stand down (``_Superseded``)."""
+    stall = settings.AUDIT_STALL_SECONDS if stall_seconds is None else stall_seconds
+    now = timezone.now()
+    cutoff = now - timedelta(seconds=stall)
+    requeued = []
+    waiting = (Upload.objects.filter(status__in=[UploadStatus.RECEIVED, UploadStatus.PARSING],
+                                     created_at__lt=cutoff)
+               .exclude(started_at__gte=cutoff).exclude(requeued_at__gte=cutoff))
+    for upload in waiting.only("id", "requeued_at"):
+        if Upload.objects.filter(pk=upload.pk, requeued_at=upload.requeued_at).update(
+                requeued_at=now):
+            logger.warning("upload %s made no progress for %.0f s: parse enqueued again",
+                           upload.pk, stall)
+            enqueue_parse(upload.pk)
+            requeued.append(upload.pk)
+    return requeued
+
+
+# ---------------------------------------------------------------------------------------------
+# Parsing
+
+class _Superseded(Exception):
+    """Another run of the same upload has moved it on; this one stops."""
+
+
+def parse_upload(upload_id: int) -> Upload | None:
+    """Parse and load a stored upload.  Idempotent: a finished upload is left alone, and a rerun
+    of an interrupted one resumes after the last loaded batch."""
+    upload = _claim(upload_id)
+    if upload is None:
+        return Upload.objects.filter(pk=upload_id).first()
+    try:
+        _parse(upload)
+    except _Superseded:
+        pass
+    except OptionsError as exc:
+        _fail(upload, exc.message)
+    except OSError as exc:
+        _fail(upload, f"the stored file cannot be read ({exc.strerror or exc})")
+    except (OperationalError, InterfaceError):
+        raise  # the database is away: the task is retried and resumes from the checkpoint
+    except Exception as exc:  # a bug must not leave the upload "parsing" for ever
+        logger.exception("upload %s: parsing failed", upload_id)
+        _fail(upload, f"parsing stopped on an internal error ({type(exc).__name__}); the events "
+                      "loaded before it are kept")
+    return Upload.objects.filter(pk=upload_id).first()
+
+
+def _claim(upload_id: int) -> Upload | None:
+    with transaction.atomic():
+        upload = Upload.objects.select_for_update().filter(pk=upload_id).first()
+        if upload is None or upload.status in (UploadStatus.PARSED, UploadStatus.FAILED):
+            return None
+        if upload.attempts >= max_attempts():
+            upload.status = UploadStatus.FAILED
+            upload.error = (f"gave up after {upload.attempts} attempts to parse; the events "
+                            "loaded before are kept")
+            upload.finished_at = timezone.now()
+            upload.save(update_fields=["status", "error", "finished_at"])
+            return None
+        upload.attempts += 1
+        upload.status = UploadStatus.PARSING
+        upload.started_at = upload.started_at or timezone.now()
+        upload.save(update_fields=["attempts", "status", "started_at"])
+        return upload
+
+
+def _fail(upload: Upload, message: str) -> None:
+    Upload.objects.filter(pk=upload.pk).exclude(status=UploadStatus.PARSED).update(
+        status=UploadStatus.FAILED, error=message, finished_at=timezone.now())
+
+
+def _parse(upload: Upload) -> None:
+    from studio.audits.arrival import ArrivalAudit, finish_upload_audit  # audits import traces
+
+    # With Postgres, batches are written on a thread of their own while the parser reads on: the
+    # database checks and indexes one batch while Python parses the next.  Not inside a caller's
+    # transaction (tests), whose rows another connection could not see.
+    threaded = connection.vendor == "postgresql" and not connection.in_atomic_block
+    arrival = ArrivalAudit.begin(upload, threaded=threaded)
+    store = _Store(upload, arrival)
+    sink = _Background(store) if threaded else store
+    with open(stored_file(upload), "rb") as handle:
+        items = formats.parse(upload.format, handle, upload.options or {}, name=upload.filename)
+        loader = _Loader(sink, handle, upload.items_done, arrival)
+        try:
+            skip = upload.items_done
+            for position, item in enumerate(items, start=1):
+                if position > skip:
+                    loader.add(item)
+            done = loader.finish()
+        finally:
+            if threaded:
+                sink.stop()
+            if arrival is not None:
+                arrival.drain()  # what the writer committed last
+    with transaction.atomic():
+        locked = Upload.objects.select_for_update().get(pk=upload.pk)
+        if locked.status != UploadStatus.PARSING or locked.items_done != done:
+            raise _Superseded
+        locked.status = UploadStatus.PARSED
+        locked.bytes_read = locked.size
+        locked.finished_at = timezone.now()
+        locked.save(update_fields=["status", "bytes_read", "finished_at"])
+        record(locked.workspace, None, "upload.parsed", locked, lines=locked.lines_total,
+               bad_lines=locked.lines_bad, events=locked.events_stored)
+        finish_upload_audit(locked, arrival)
+
+
+@dataclass
+class _Row:
+    """One event on its way to the database: ``tail`` is its COPY text from ``event_id`` on
+    (TAIL_COLUMNS), made by the parsing thread so that the writing thread only prefixes the
+    session and step it assigns."""
+
+    seq: int
+    line: int
+    session: str
+    step: int | None
+    event: dict
+    tail: str
+    session_id: int = 0
+
+
+@dataclass
+class _Batch:
+    items: list     # _Row or LineError, in file order
+    start: int      # the upload's items loaded before this batch: its checkpoint
+    position: int   # bytes of the file read when the batch was cut
+
+
+_NUL_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+_COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+# The columns of traces_event after session_id and step, in the order of a row's ``tail``.
+TAIL_COLUMNS = ("event_id", "lifeline", "timestamp", "input", "output", "data", "labels",
+                "message_id", "message_peer", "message_kind")
+
+
+def _text(value: str | None) -> str:
+    """A text value in COPY's text format."""
+    return "\\N" if value is None else value.translate(_COPY_ESCAPES)
+
+
+def _json_text(value: Any) -> str:
+    """``_dumps(value)``, made by orjson where that gives the same JSON: orjson refuses what
+    ``_dumps`` may write differently (integers beyond 64 bits, keys that are not strings, lone
+    surrogates), and writes NaN and infinities as null where ``_dumps`` refuses them."""
+    if value is None:
+        return "null"
+    try:
+        text = orjson.dumps(value)
+    except TypeError:  # orjson.JSONEncodeError
+        return _dumps(value)
+    if b"null" in text and _holds_nonfinite(value):
+        return _dumps(value)  # raises, with the json module's message
+    return text.decode()
+
+
+def _holds_nonfinite(value: Any) -> bool:
+    """Whether a NaN or an infinity is somewhere in ``value`` (a JSON-like value)."""
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if isinstance(value, dict):
+        return any(_holds_nonfinite(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_holds_nonfinite(v) for v in value)
+    return False
+
+
+_SURROGATE = ("contains an unpaired UTF-16 surrogate (\\ud800-\\udfff), which cannot be "
+              "stored")
+_NUL = "contains the NUL character (\\u0000), which the database cannot store"
+_COPY_SPECIAL = re.compile(r"[\\\t\n\r]")
+
+
+def _serialise(event: dict) -> tuple[str | None, str | None]:
+    """The event's COPY text from ``event_id`` on, or why the database cannot store it."""
+    try:
+        labels = event["labels"]
+        texts = [_json_text(event["input"]), _json_text(event["output"]),
+                 _json_text(event["data"]), None if labels is None else _json_text(labels)]
+    except (TypeError, ValueError, RecursionError) as exc:  # from a decoder's odd value
+        return None, f"cannot be stored as JSON ({exc})"
+    message = event["message"] or {}
+    names = [event["event_id"], event["lifeline"] or "", event["timestamp"],
+             message.get("id") or "", message.get("peer") or "", message.get("kind") or ""]
+    # Checked on the texts joined (one pass in C each): Python's UTF-8 codec refuses every
+    # surrogate code point, joined or not.
+    json_joined = "".join([t for t in texts if t])
+    names_joined = "".join([t for t in names if t]) + event["session"]
+    if not (json_joined.isascii() and names_joined.isascii()):
+        try:
+            json_joined.encode("utf-8")
+            names_joined.encode("utf-8")
+        except UnicodeEncodeError:
+            return None, _SURROGATE
+    if "\x00" in names_joined or ("\\u0000" in json_joined and any(
+            "\\u0000" in t and _NUL_ESCAPE.search(t) for t in texts if t)):
+        return None, _NUL
+    # JSON text holds no raw control characters: only its backslashes need escaping for COPY.
+    json_texts = ["\\N" if t is None else t.replace("\\", "\\\\") for t in texts]
+    if _COPY_SPECIAL.search(names_joined):
+        names = [_text(t) for t in names]
+    else:
+        names = ["\\N" if t is None else t for t in names]
+    return "\t".join([names[0], names[1], names[2], *json_texts, names[3], names[4],
+                      names[5]]), None
+
+
+class _Loader:
+    """The parser's side: serialises events and cuts the items into batches for the sink."""
+
+    def __init__(self, sink, handle, items_done: int, arrival=None):
+        self.sink = sink
+        self.arrival = arrival  # monitors committed rows between batches (audit on arrival)
+        self.handle = handle
+        self.next_start = items_done
+        self.items: list[Any] = []
+        self.events = 0
+        self.bytes = 0
+        self.last_line: int | None = None
+        self.limit = min(FIRST_BATCH_EVENTS, BATCH_EVENTS)
+
+    def add(self, item: dict | LineError) -> None:
+        line = item.line if isinstance(item, LineError) else item["line"]
+        # Batches end between records, so a record's events and errors are counted together.
+        if (self.events >= self.limit or self.bytes >= BATCH_BYTES) and line != self.last_line:
+            self._cut()
+        self.last_line = line
+        if isinstance(item, LineError):
+            self.items.append(item)
+            return
+        tail, problem = _serialise(item)
+        if problem:
+            self.items.append(LineError(line, problem))
+            return
+        self.items.append(_Row(len(self.items), line, item["session"], item["step"], item, tail))
+        self.events += 1
+        self.bytes += len(tail) + 20
+
+    def _cut(self) -> None:
+        if not self.items:
+            return
+        try:
+            position = self.handle.tell()
+        except (OSError, ValueError):
+            position = 0
+        self.sink.put(_Batch(self.items, self.next_start, position))
+        self.next_start += len(self.items)
+        self.items, self.events, self.bytes = [], 0, 0
+        self.limit = min(2 * self.limit, BATCH_EVENTS)
+        if self.arrival is not None:
+            self.arrival.drain()
+
+    def finish(self) -> int:
+        """Hand over the last batch, wait for every batch to be written; the checkpoint."""
+        self._cut()
+        self.sink.close()
+        return self.next_start
+
+
+class _Background:
+    """Writes the batches on a thread (and a database connection) of its own.  At most one batch
+    waits while another is written, so memory stays bounded; the first failure is raised in the
+    parsing thread at its next hand-over."""
+
+    def __init__(self, store: _Store):
+        self.store = store
+        self.queue: queue.Queue = queue.Queue(maxsize=1)
+        self.failure: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, daemon=True,
+                                       name=f"upload-{store.upload.pk}-writer")
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            while (batch := self.queue.get()) is not None:
+                if self.failure is None:  # after a failure, only drain the queue
+                    try:
+                        self.store.put(batch)
+                    except BaseException as exc:  # noqa: BLE001 - raised in the parsing thread
+                        self.failure = exc
+        finally:
+            connections.close_all()  # this thread's connection
+
+    def _raise(self) -> None:
+        if self.failure is not None:
+            raise self.failure
+
+    def put(self, batch: _Batch) -> None:
+        self._raise()
+        self.queue.put(batch)
+
+    def close(self) -> None:
+        self.stop()
+        self._raise()
+
+    def stop(self) -> None:
+        if self.thread.is_alive():
+            self.queue.put(None)
+            self.thread.join()
+
+
+class _Store:
+    """Writes one batch in one transaction: events, line errors, counters and checkpoint.
+    ``observer`` (an audit on arrival) is shown each batch's stored rows once committed."""
+
+    def __init__(self, upload: Upload, observer=None):
+        self.upload = upload
+        self.workspace_id = upload.workspace_id
+        self.observer = observer
+
+    def close(self) -> None:
+        pass
+
+    def put(self, batch: _Batch) -> None:
+        with transaction.atomic():
+            if connection.vendor == "postgresql":
+                # Asynchronous commit: a crash may lose the last batches, but never part of one,
+                # and their checkpoint goes with them, so the rerun loads them again.  The final
+                # status change commits synchronously, which makes every batch before it durable.
+                with connection.cursor() as cursor:
+                    cursor.execute("SET LOCAL synchronous_commit TO OFF")
+            locked = Upload.objects.select_for_update().get(pk=self.upload.pk)
+            if locked.status != UploadStatus.PARSING or locked.items_done != batch.start:
+                raise _Superseded
+            errors = [e for e in batch.items if isinstance(e, LineError)]
+            rows = [r for r in batch.items if isinstance(r, _Row)]
+            stored: list[_Row] = []
+            before: dict[int, int | None] = {}
+            if rows:
+                more, stored, before = self._load(rows)
+                errors += more
+            UploadError.objects.bulk_create(
+                [UploadError(upload_id=self.upload.pk, line=e.line, reason=e.reason,
+                             pointer=e.pointer[:500]) for e in errors], batch_size=1000)
+            lines = {item.line for item in batch.items}
+            bad = {e.line for e in errors}
+            Upload.objects.filter(pk=self.upload.pk).update(
+                lines_total=F("lines_total") + len(lines), lines_bad=F("lines_bad") + len(bad),
+                lines_ok=F("lines_ok") + len(lines - bad),
+                events_stored=F("events_stored") + len(stored),
+                items_done=batch.start + len(batch.items), bytes_read=batch.position)
+        if self.observer is not None and stored:
+            self.observer.observe(
+                [(r.session_id, r.step, r.event["lifeline"] or "", r.event["input"],
+                  r.event["output"], r.event["data"], r.event["labels"]) for r in stored],
+                before)
+
+    # -- one batch -----------------------------------------------------------------------------
+
+    def _load(self, rows: list[_Row]) -> tuple[list[LineError], list[_Row], dict]:
+        """Store the rows: the line errors of those that could not be, those that were, and
+        each session's last step stored before (None when it had none), by session id."""
+        sessions = self._sessions(list(dict.fromkeys(r.session for r in rows)))
+        next_step = {name: (-1 if last is None else last) + 1
+                     for name, (_, last) in sessions.items()}
+        errors: list[LineError] = []
+        taken: dict[tuple[int, int], int] = {}
+        ids_taken: dict[str, int] = {}
+        direct = True  # no step of the batch at or below its session's stored steps
+        keep = []
+        for row in rows:
+            session_id, last = sessions[row.session]
+            step = row.step if row.step is not None else next_step[row.session]
+            next_step[row.session] = max(next_step[row.session], step + 1)
+            if last is not None and step <= last:
+                direct = False
+            key = (session_id, step)
+            if key in taken:
+                errors.append(LineError(row.line, f"session {row.session!r} has another event "
+                                                  f"at step {step} (line {taken[key]})"))
+                continue
+            event_id = row.event["event_id"]
+            if event_id is not None:
+                if event_id in ids_taken:
+                    errors.append(LineError(row.line, f"event id {event_id!r} is already used "
+                                                      f"on line {ids_taken[event_id]}"))
+                    continue
+                ids_taken[event_id] = row.line
+            taken[key] = row.line
+            row.session_id, row.step = session_id, step
+            keep.append(row)
+        if not keep:
+            return errors, [], {}
+        if connection.vendor == "postgresql":
+            clashes = self._copy(keep, direct and not self._ids_stored(ids_taken))
+        else:
+            clashes = self._insert(keep, ids_taken)
+        errors += clashes.values()
+        stored = [r for r in keep if r.seq not in clashes]
+        self._count_steps(stored)
+        errors.sort(key=lambda e: e.line)
+        return errors, stored, dict(sessions.values())
+
+    def _sessions(self, names: list[str]) -> dict[str, tuple[int, int | None]]:
+        """name -> (session id, last stored step), the sessions created when new and locked."""
+        found = set(TraceSession.objects.filter(workspace_id=self.workspace_id,
+                                                external_id__in=names)
+                    .values_list("external_id", flat=True))
+        missing = sorted(name for name in names if name not in found)
+        if missing:
+            # A concurrent upload or live delivery may create the same session: the conflict is
+            # expected, and the row is read back (and locked) below whoever created it.  Sorted,
+            # so two uploads creating the same sessions wait for each other instead of deadlocking.
+            TraceSession.objects.bulk_create(
+                [TraceSession(workspace_id=self.workspace_id, external_id=name, source=SOURCE)
+                 for name in missing], ignore_conflicts=True, batch_size=1000)
+        last = Event.objects.filter(session=OuterRef("pk")).order_by("-step").values("step")[:1]
+        locked = (TraceSession.objects.select_for_update()
+                  .filter(workspace_id=self.workspace_id, external_id__in=names).order_by("pk")
+                  .annotate(last_step=Subquery(last))
+                  .values_list("external_id", "pk", "last_step"))
+        return {name: (pk, last_step) for name, pk, last_step in locked}
+
+    def _ids_stored(self, ids: dict[str, int]) -> bool:
+        names = list(ids)
+        return any(Event.objects.filter(workspace_id=self.workspace_id, source=SOURCE,
+                                        event_id__in=names[i:i + 1000]).exists()
+                   for i in range(0, len(names), 1000))
+
+    def _copy(self, rows: list[_Row], direct: bool) -> dict[int, LineError]:
+        """Postgres: COPY; returns the rows that clashed with stored events, by seq."""
+        table = Event._meta.db_table
+        if direct and DIRECT_COPY:
+            head = f"{self.workspace_id}\t{self.upload.pk}\t{SOURCE}\t"
+            columns = ", ".join(("session_id", "step", "workspace_id", "upload_id", "source",
+                                 *TAIL_COLUMNS))
+            try:
+                with transaction.atomic(), connection.cursor() as cursor, \
+                        cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+                    copy.write("".join([f"{r.session_id}\t{r.step}\t{head}{r.tail}\n"
+                                        for r in rows]))
+                return {}
+            except IntegrityError:
+                pass  # a concurrent writer got there first: the staged load names the clashes
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "CREATE TEMPORARY TABLE traces_event_incoming (seq integer, session_id bigint,"
+                " step integer, event_id varchar(200), lifeline varchar(200),"
+                " timestamp timestamptz, input jsonb, output jsonb, data jsonb, labels jsonb,"
+                " message_id varchar(200), message_peer varchar(200), message_kind varchar(10))"
+                " ON COMMIT DROP")
+            with cursor.copy("COPY traces_event_incoming FROM STDIN") as copy:
+                copy.write("".join([f"{r.seq}\t{r.session_id}\t{r.step}\t{r.tail}\n"
+                                    for r in rows]))
+            tail = ", ".join(TAIL_COLUMNS)
+            cursor.execute(
+                f"""WITH stored AS (
+                        INSERT INTO {table} (workspace_id, upload_id, source, session_id, step,
+                                             {tail})
+                        SELECT %s, %s, %s, session_id, step, {tail}
+                        FROM traces_event_incoming ORDER BY seq
+                        ON CONFLICT DO NOTHING
+                        RETURNING session_id, step)
+                    SELECT i.seq, same_step.upload_id, same_step.source, same_id.upload_id,
+                           same_id.source
+                    FROM traces_event_incoming i
+                    LEFT JOIN stored s ON s.session_id = i.session_id AND s.step = i.step
+                    LEFT JOIN {table} same_step
+                           ON same_step.session_id = i.session_id AND same_step.step = i.step
+                    LEFT JOIN {table} same_id
+                           ON i.event_id IS NOT NULL AND same_id.workspace_id = %s
+                          AND same_id.source = %s AND same_id.event_id = i.event_id
+                    WHERE s.session_id IS NULL""",
+                [self.workspace_id, self.upload.pk, SOURCE, self.workspace_id, SOURCE])
+            clashes = cursor.fetchall()
+            cursor.execute("DROP TABLE traces_event_incoming")
+        by_seq = {row.seq: row for row in rows}
+        return {seq: self._clash(by_seq[seq], step_upload, step_source, id_upload, id_source)
+                for seq, step_upload, step_source, id_upload, id_source in clashes}
+
+    def _insert(self, rows: list[_Row], ids: dict[str, int]) -> dict[int, LineError]:
+        """SQLite (one writer at a time): look the clashes up, then bulk_create the rest."""
+        clashes: dict[int, LineError] = {}
+        by_session: dict[int, list[_Row]] = {}
+        for row in rows:
+            by_session.setdefault(row.session_id, []).append(row)
+        for session_id, group in by_session.items():
+            steps = [r.step for r in group]
+            stored = {step: (upload_id, source) for step, upload_id, source in
+                      Event.objects.filter(session_id=session_id, step__gte=min(steps),
+                                           step__lte=max(steps))
+                      .values_list("step", "upload_id", "source")}
+            for row in group:
+                if row.step in stored:
+                    clashes[row.seq] = self._clash(row, *stored[row.step], None, None)
+        if ids:
+            names = list(ids)
+            stored_ids = {}
+            for i in range(0, len(names), 500):
+                stored_ids.update({eid: (upload_id, source) for eid, upload_id, source in
+                                   Event.objects.filter(workspace_id=self.workspace_id,
+                                                        source=SOURCE,
+                                                        event_id__in=names[i:i + 500])
+                                   .values_list("event_id", "upload_id", "source")})
+            for row in rows:
+                if row.seq not in clashes and row.event["event_id"] in stored_ids:
+                    clashes[row.seq] = self._clash(row, None, None,
+                                                   *stored_ids[row.event["event_id"]])
+        Event.objects.bulk_create(
+            [self._model(row) for row in rows if row.seq not in clashes], batch_size=500)
+        return clashes
+
+    def _model(self, row: _Row) -> Event:
+        event = row.event
+        message = event["message"] or {}
+        return Event(workspace_id=self.workspace_id, session_id=row.session_id,
+                     upload_id=self.upload.pk, step=row.step, source=SOURCE,
+                     event_id=event["event_id"], lifeline=event["lifeline"] or "",
+                     timestamp=(datetime.fromisoformat(event["timestamp"])
+                                if event["timestamp"] else None),
+                     input=event["input"], output=event["output"], data=event["data"],
+                     labels=event["labels"], message_id=message.get("id") or "",
+                     message_peer=message.get("peer") or "",
+                     message_kind=message.get("kind") or "")
+
+    def _clash(self, row: _Row, step_upload, step_source, id_upload, id_source) -> LineError:
+        def origin(upload_id, source) -> str:
+            if source and source != SOURCE:
+                return f"from {source} ingestion"
+            if upload_id == self.upload.pk:
+                return "from an earlier line of this file"
+            return f"from upload #{upload_id}" if upload_id else "from a deleted upload"
+
+        if step_source is not None:
+            return LineError(row.line, f"session {row.session!r} already has an event at step "
+                                       f"{row.step} ({origin(step_upload, step_source)}); this "
+                                       "line was not stored")
+        if id_source is not None:
+            return LineError(row.line, f"event id {row.event['event_id']!r} is already stored "
+                                       f"({origin(id_upload, id_source)}); this line was not "
+                                       "stored")
+        return LineError(row.line, f"session {row.session!r} step {row.step} or its event id "
+                                   "was stored by a concurrent import; this line was not stored")
+
+    def _count_steps(self, rows: list[_Row]) -> None:
+        counts: dict[int, int] = {}
+        for row in rows:
+            counts[row.session_id] = counts.get(row.session_id, 0) + 1
+        if not counts:
+            return
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    f"UPDATE {TraceSession._meta.db_table} t SET steps = t.steps + c.n"
+                    " FROM unnest(%s::bigint[], %s::integer[]) AS c(id, n) WHERE t.id = c.id",
+                    [list(counts), list(counts.values())])
+            return
+        for session_id, n in counts.items():
+            TraceSession.objects.filter(pk=session_id).update(steps=F("steps") + n)
+

@@ -1,0 +1,669 @@
+"""Session pages: the list of a workspace's sessions with a verdict badge per rule of an audit
+run, and one session's verdict lanes, step timeline, residuals and violation witnesses.
+
+Everything is a plain GET with query parameters (``run``, ``step``, ``page``, ``violation`` and
+the list's filters), so the pages work without JavaScript; htmx only swaps the residual panel.
+A parameter a person can get wrong gets a message on the page (status 400), never a 500; an
+unknown session, run or workspace gets 404.
+
+Each step shows where its LLM labels came from (labeler, model, confidence: the run's
+``LabelProvenance``) and the corrections people made; auditors correct a label with a POST to
+``session_correct_label``, which recomputes the session's verdicts in the run and comes back.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.db.models import Count, Exists, Max, Min, OuterRef, Q
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_POST, require_safe
+
+from studio.api.core import ServiceError
+from studio.audits import replay
+from studio.audits.corrections import correct_label
+from studio.audits.models import (AuditRun, LabelCorrection, LabelProvenance, RunStatus,
+                                  SessionResult, ViolationRecord)
+from studio.audits.services import prefetch_answers
+from studio.labeling import LabelerConfigError
+from studio.labeling.llm import LLMError
+from studio.logic.parser import FormulaSyntaxError, parse
+from studio.monitor import RuleError
+from studio.web.access import actor, workspace_page
+from studio.workspaces.models import Role
+
+from .models import Event, TraceSession, Upload
+
+SESSIONS_PER_PAGE = 50
+STEPS_PER_PAGE = 100
+RUNS_OFFERED = 50
+UPLOADS_OFFERED = 200
+# Timeline cells show this much of a value; the rest opens in a <details>, up to TEXT_KEPT.
+TEXT_SHOWN = 160
+TEXT_KEPT = 8_000
+# Violations listed per rule on one page of steps (a rule may fail at every step).
+VIOLATIONS_LISTED = 100
+WITNESS_LISTED = 500
+SEARCH_LIMIT = 300
+# Larger numbers name nothing (ids are 64-bit) and would not fit a query's parameter.
+LARGEST_NUMBER = 2**63 - 1
+
+# The list's verdict filter: its value, what the select says, the results it keeps.
+VERDICT_FILTERS = {
+    "violated": ("violated", Q(verdict="violated")),
+    "satisfied": ("satisfied", Q(verdict="satisfied")),
+    "pending": ("pending", Q(verdict="pending")),
+    "final-violated": ("violated when the session ends", Q(final="violated")),
+    "any-violation": ("with at least one violation", Q(violation_count__gt=0)),
+}
+# Parameters of the list that a session page carries back to it.
+LIST_PARAMS = ("run", "rule", "verdict", "q", "upload", "page")
+GLYPHS = {"satisfied": "✓", "violated": "✗", "pending": "…"}
+
+
+class Missing(Exception):
+    """Something the URL names does not exist in this workspace: a 404 page with a message."""
+
+
+def _missing_page(request, workspace, message: str) -> HttpResponse:
+    return render(request, "sessions/missing.html", {"workspace": workspace, "message": message},
+                  status=404)
+
+
+def _int_param(request, name: str, problems: list[str], what: str,
+               minimum: int = 0) -> int | None:
+    """The parameter as an integer, or None when absent; a bad value adds a message."""
+    raw = request.GET.get(name, "").strip()
+    if not raw:
+        return None
+    if not (raw.isascii() and raw.isdigit()) or int(raw) < minimum:
+        problems.append(f"“{raw[:40]}” is not a valid {what}: give a whole number"
+                        f"{' from 1' if minimum == 1 else ''}.")
+        return None
+    if int(raw) > LARGEST_NUMBER:
+        problems.append(f"“{raw[:40]}” is too large: no {what} is that big.")
+        return None
+    return int(raw)
+
+
+def _run_choice(request, workspace, problems: list[str], session=None) -> AuditRun | None:
+    """The run named by ``?run=``, else the newest finished run (for a session: the newest
+    finished one that audited it).  A run of another workspace is Missing."""
+    wanted = _int_param(request, "run", problems, "audit run number")
+    runs = AuditRun.objects.filter(workspace=workspace).select_related("rule_set", "upload")
+    if wanted is not None:
+        run = runs.filter(id=wanted).first()
+        if run is None:
+            raise Missing(f"There is no audit run {wanted} in this workspace.")
+        return run
+    finished = runs.filter(status=RunStatus.DONE).order_by("-created_at", "-id")
+    if session is not None:
+        audited = finished.filter(Exists(SessionResult.objects.filter(
+            run=OuterRef("pk"), session=session))).first()
+        if audited is not None:
+            return audited
+    return finished.first() or runs.order_by("-created_at", "-id").first()
+
+
+def _run_options(workspace) -> list[dict]:
+    runs = (AuditRun.objects.filter(workspace=workspace).select_related("rule_set", "upload")
+            .order_by("-created_at", "-id")[:RUNS_OFFERED])
+    return [{"id": r.id, "label": _run_label(r)} for r in runs]
+
+
+def _run_label(run: AuditRun) -> str:
+    rules = f"rule set {run.rule_set.name}" if run.rule_set else "all rules"
+    scope = f"upload {run.upload.filename}" if run.upload else "all sessions"
+    return f"#{run.id} · {run.created_at:%Y-%m-%d %H:%M} UTC · {run.status} · {rules} · {scope}"
+
+
+def _versions(run: AuditRun | None) -> list:
+    if run is None:
+        return []
+    return list(run.rule_versions.select_related("rule").order_by("rule__name", "id"))
+
+
+def _page_links(current: int, total: int) -> list[int | None]:
+    """Page numbers to offer: the first, the last and those near the current (None: a gap)."""
+    wanted = {1, total, *range(current - 2, current + 3)}
+    out: list[int | None] = []
+    for number in sorted(n for n in wanted if 1 <= n <= total):
+        if out and out[-1] is not None and number > out[-1] + 1:
+            out.append(None)
+        out.append(number)
+    return out
+
+
+def _query(**params) -> str:
+    return urlencode({k: v for k, v in params.items() if v not in (None, "")})
+
+
+def _badge(verdict: str, final: str, count: int) -> dict:
+    return {"verdict": verdict, "final": final, "count": count, "glyph": GLYPHS[verdict]}
+
+
+# ---------------------------------------------------------------------------------------------
+# The list
+
+@require_safe
+@login_required
+def session_list(request: HttpRequest, slug: str):
+    workspace, roles = workspace_page(request, slug)
+    problems: list[str] = []
+    try:
+        run = _run_choice(request, workspace, problems)
+    except Missing as exc:
+        return _missing_page(request, workspace, str(exc))
+    versions = _versions(run)
+    sessions = TraceSession.objects.filter(workspace=workspace)
+    if run is not None:  # the run's scope: the sessions it has results for
+        sessions = sessions.filter(Exists(SessionResult.objects.filter(
+            run=run, session=OuterRef("pk"))))
+
+    search = request.GET.get("q", "").strip()[:SEARCH_LIMIT]
+    if search:
+        sessions = sessions.filter(external_id__icontains=search)
+
+    uploads = list(Upload.objects.filter(workspace=workspace).order_by("-created_at", "-id")
+                   .values("id", "filename")[:UPLOADS_OFFERED])
+    upload_id = _int_param(request, "upload", problems, "upload number")
+    if upload_id is not None:
+        if Upload.objects.filter(workspace=workspace, id=upload_id).exists():
+            sessions = sessions.filter(Exists(Event.objects.filter(
+                session=OuterRef("pk"), upload_id=upload_id)))
+        else:
+            problems.append(f"There is no upload {upload_id} in this workspace; the upload "
+                            "filter is ignored.")
+            upload_id = None
+
+    rule_name = request.GET.get("rule", "").strip()
+    version = None
+    if rule_name:
+        version = next((v for v in versions if v.rule.name == rule_name), None)
+        if version is None:
+            problems.append(f"Rule “{rule_name[:100]}” was not audited in "
+                            f"{'run ' + str(run.id) if run else 'any run'}; the rule filter "
+                            "is ignored.")
+            rule_name = ""
+    verdict = request.GET.get("verdict", "").strip()
+    if verdict and verdict not in VERDICT_FILTERS:
+        problems.append(f"“{verdict[:40]}” is not a verdict to filter by; choose one of: "
+                        f"{', '.join(VERDICT_FILTERS)}.")
+        verdict = ""
+    if verdict and run is None:
+        problems.append("No audit has run in this workspace, so there are no verdicts to "
+                        "filter by.")
+        verdict = ""
+    if verdict:
+        matching = SessionResult.objects.filter(VERDICT_FILTERS[verdict][1], run=run,
+                                                session=OuterRef("pk"))
+        if version is not None:
+            matching = matching.filter(rule_version=version)
+        sessions = sessions.filter(Exists(matching))
+
+    paginator = Paginator(sessions.order_by("id").only(
+        "id", "external_id", "steps", "source"), SESSIONS_PER_PAGE, allow_empty_first_page=True)
+    number = _int_param(request, "page", problems, "page number", minimum=1) or 1
+    if number > paginator.num_pages:
+        problems.append(f"There is no page {number}: the list has {paginator.num_pages} "
+                        f"page{'s' if paginator.num_pages != 1 else ''}. Showing the last one.")
+        number = paginator.num_pages
+    page = paginator.page(number)
+    rows = list(page.object_list)
+
+    # One query for the badges of the whole page.
+    columns = {v.id: i for i, v in enumerate(versions)}
+    badges: dict[int, list] = {s.id: [None] * len(versions) for s in rows}
+    if run is not None and rows:
+        for session_id, version_id, v, final, count in SessionResult.objects.filter(
+                run=run, session_id__in=list(badges)).values_list(
+                "session_id", "rule_version_id", "verdict", "final", "violation_count"):
+            if version_id in columns:
+                badges[session_id][columns[version_id]] = _badge(v, final, count)
+
+    filters = {"run": run.id if run else None, "rule": rule_name, "verdict": verdict,
+               "q": search, "upload": upload_id}
+    back = _query(**filters, page=number if number > 1 else None)
+    session_query = _query(run=run.id if run else None, back=back)
+    list_url = reverse("sessions", args=[slug])
+    return render(request, "sessions/list.html", {
+        "workspace": workspace, "roles": roles, "run": run, "run_options": _run_options(workspace),
+        "versions": versions, "uploads": uploads, "verdict_filters": [
+            (value, label) for value, (label, _) in VERDICT_FILTERS.items()],
+        "filters": filters, "problems": problems,
+        "rows": [{"session": s, "badges": badges[s.id]} for s in rows],
+        "column_count": 3 + len(versions), "page": page,
+        "page_links": [(n, f"{list_url}?{_query(**filters, page=n)}" if n else None)
+                       for n in _page_links(number, paginator.num_pages)],
+        "previous_page": (f"{list_url}?{_query(**filters, page=number - 1)}"
+                          if page.has_previous() else None),
+        "next_page": (f"{list_url}?{_query(**filters, page=number + 1)}"
+                      if page.has_next() else None),
+        "session_query": session_query,
+    }, status=400 if problems else 200)
+
+
+# ---------------------------------------------------------------------------------------------
+# One session
+
+@dataclass
+class _Extent:
+    """The session's events: how many, and their first and last step numbers."""
+
+    count: int
+    first: int | None
+    last: int | None
+
+    def describe(self) -> str:
+        if not self.count:
+            return "this session has no events"
+        return f"its steps run from {self.first} to {self.last}"
+
+
+def _extent(session) -> _Extent:
+    found = Event.objects.filter(session=session).aggregate(
+        count=Count("id"), first=Min("step"), last=Max("step"))
+    return _Extent(found["count"], found["first"], found["last"])
+
+
+def _back_query(request) -> str:
+    """The list's filters the session page was opened with, kept to its known parameters."""
+    given = QueryDict(request.GET.get("back", "")[:2000])
+    return _query(**{k: given.get(k, "")[:SEARCH_LIMIT] for k in LIST_PARAMS})
+
+
+def _step_problem(session, extent: _Extent, step: int) -> str | None:
+    if Event.objects.filter(session=session, step=step).exists():
+        return None
+    if extent.count and extent.last is not None and step > extent.last:
+        return (f"Step {step} is beyond the end of this session: {extent.describe()}. "
+                "No step is selected.")
+    return f"There is no step {step} in this session: {extent.describe()}. No step is selected."
+
+
+def _selected_violation(request, run, results, problems) -> ViolationRecord | None:
+    wanted = _int_param(request, "violation", problems, "violation number")
+    if wanted is None:
+        return None
+    found = (ViolationRecord.objects.filter(id=wanted, result__in=results)
+             .select_related("result__rule_version__rule").first()) if results else None
+    if found is None:
+        where = f"run {run.id}" if run else "any run"
+        problems.append(f"Violation {wanted} is not one of this session's violations in "
+                        f"{where}.")
+    return found
+
+
+def _text(value) -> dict | None:
+    """A value of an event as compact text, cut to TEXT_SHOWN with the rest to expand."""
+    if value is None or value == "" or value == {} or value == []:
+        return None
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False,
+                                                           default=str)
+    if len(text) <= TEXT_SHOWN:
+        return {"short": text}
+    # The summary line with runs of whitespace collapsed (logs pad with hundreds of spaces).
+    short = " ".join(text[:TEXT_SHOWN * 4].split())[:TEXT_SHOWN]
+    full = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=2,
+                                                           default=str)
+    return {"short": short + "…", "full": full[:TEXT_KEPT],
+            "omitted": max(0, len(full) - TEXT_KEPT)}
+
+
+def _verdict_at(timeline: list, step: int) -> str:
+    """TRAC's verdict at a step from the result's timeline (the steps where it changes)."""
+    verdict = "pending"
+    for changed_at, value in timeline:
+        if changed_at > step:
+            break
+        verdict = value
+    return verdict
+
+
+class _Links:
+    """URLs of the session page and of its residual partial, keeping run, back and violation."""
+
+    def __init__(self, slug: str, session_id: int, run, back: str, violation):
+        self.page_url = reverse("session", args=[slug, session_id])
+        self.residual_url = reverse("session_residual", args=[slug, session_id])
+        self.list_url = reverse("sessions", args=[slug])
+        self.keep = {"run": run.id if run else None, "back": back,
+                     "violation": violation.id if violation else None}
+
+    def page(self, **params) -> str:
+        return f"{self.page_url}?{_query(**{**self.keep, **params})}"
+
+    def step(self, step: int) -> str:
+        return self.page(step=step) + f"#step-{step}"
+
+    def residual(self, step: int) -> str:
+        return f"{self.residual_url}?{_query(run=self.keep['run'], step=step)}"
+
+    def back(self) -> str:
+        query = self.keep["back"]
+        return f"{self.list_url}?{query}" if query else self.list_url
+
+
+def _residual_context(run, session, step: int | None, results) -> dict:
+    """What the residual panel shows: every rule after the selected step (replayed), or the
+    stored residuals after the last step when no step is selected."""
+    context = {"run": run, "step": step, "state": None, "replay_error": None,
+               "stored": [{"rule": r.rule_version.rule.name, "verdict": r.verdict,
+                           "final": r.final, "residual": r.residual} for r in results]}
+    if run is not None and step is not None:
+        try:
+            prefetch_answers(run, session.id, step)
+            context["state"] = replay.state_at(run, session, step)
+        except replay.StepNotFound:
+            context["replay_error"] = f"There is no step {step} in this session."
+        except (RuleError, LabelerConfigError, ValueError) as exc:
+            context["replay_error"] = f"The run's rules could not be replayed: {exc}"
+        except LLMError as exc:
+            context["replay_error"] = f"The run's LLM labelers could not be asked: {exc.message}"
+    return context
+
+
+def _results_of(run, session) -> list[SessionResult]:
+    if run is None:
+        return []
+    return list(SessionResult.objects.filter(run=run, session=session)
+                .select_related("rule_version__rule")
+                .order_by("rule_version__rule__name", "rule_version_id"))
+
+
+def _session_or_missing(workspace, session_id: int) -> TraceSession:
+    session = TraceSession.objects.filter(workspace=workspace, id=session_id).first()
+    if session is None:
+        raise Missing(f"There is no session {session_id} in this workspace.")
+    return session
+
+
+@require_safe
+@login_required
+def session_detail(request: HttpRequest, slug: str, session_id: int):
+    workspace, roles = workspace_page(request, slug)
+    problems: list[str] = []
+    try:
+        session = _session_or_missing(workspace, session_id)
+        run = _run_choice(request, workspace, problems, session=session)
+    except Missing as exc:
+        return _missing_page(request, workspace, str(exc))
+    extent = _extent(session)
+    results = _results_of(run, session)
+    violation = _selected_violation(request, run, results, problems)
+
+    step = _int_param(request, "step", problems, "step number")
+    if step is not None:
+        problem = _step_problem(session, extent, step)
+        if problem:
+            problems.append(problem)
+            step = None
+    if step is None and violation is not None:
+        step = violation.detected  # open on the step where the violation was found
+
+    pages = max(1, -(-extent.count // STEPS_PER_PAGE))
+    number = _int_param(request, "page", problems, "page number", minimum=1)
+    beyond = number if number is not None and number > pages else None
+    if number is None or beyond:  # the page of the selected step, else the first
+        position = (Event.objects.filter(session=session, step__lt=step).count()
+                    if step is not None else 0)
+        number = position // STEPS_PER_PAGE + 1
+    if beyond:
+        problems.append(f"There is no page {beyond} of steps: the session has {pages} "
+                        f"page{'s' if pages != 1 else ''}. Showing page {number}.")
+
+    events = list(Event.objects.filter(session=session).order_by("step").values(
+        "step", "lifeline", "timestamp", "input", "output", "data", "labels")
+        [(number - 1) * STEPS_PER_PAGE:number * STEPS_PER_PAGE])
+    window = [e["step"] for e in events]
+    labels = {}
+    if run is not None and events:
+        try:
+            prefetch_answers(run, session.id, max(window[-1], step or 0))
+            labels = replay.labels_between(run, session, window[0], window[-1])
+        except (RuleError, LabelerConfigError, ValueError) as exc:
+            problems.append(f"The run's labelers could not label these events: {exc}")
+        except LLMError as exc:
+            problems.append(f"The run's LLM labelers could not be asked: {exc.message}")
+    answers = _llm_answers(run, session, window)
+    corrections = _corrections(session, window)
+    can_correct = Role.AUDITOR in roles and bool(results)
+
+    links = _Links(slug, session.id, run, _back_query(request), violation)
+    witness = _witness(violation, links)
+    witness_steps = {entry["step"] for entry in witness["entries"]} if witness else set()
+    marks = {}
+    if violation is not None:
+        marks = {violation.trigger: "trigger", violation.detected: "detected"}
+
+    timeline = []
+    for e in events:
+        s = e["step"]
+        timeline.append({
+            "step": s, "lifeline": e["lifeline"], "timestamp": e["timestamp"],
+            "input": _text(e["input"]), "output": _text(e["output"]), "data": _text(e["data"]),
+            "labels": labels.get(s, [x for x in (e["labels"] or []) if isinstance(x, str)]),
+            "answers": _with_overrides(answers.get(s, []), corrections.get(s, [])),
+            "corrections": corrections.get(s, []),
+            "url": links.step(s), "page_url": links.page(step=s),
+            "residual_url": links.residual(s),
+            "selected": s == step, "witness": s in witness_steps, "mark": marks.get(s)})
+
+    lanes, violations = _lanes(results, window, step, witness_steps, links)
+    context = {
+        "workspace": workspace, "roles": roles, "session": session, "run": run,
+        "run_options": _run_options(workspace), "results": results, "extent": extent,
+        "problems": problems, "timeline": timeline, "lanes": lanes, "violations": violations,
+        "witness": witness, "selected_violation": violation, "step": step,
+        "page": number, "pages": pages,
+        # Paging keeps the selected step: its residuals stay in the panel while browsing.
+        "page_links": [(n, links.page(page=n, step=step) if n else None)
+                       for n in _page_links(number, pages)],
+        "previous_page": links.page(page=number - 1, step=step) if number > 1 else None,
+        "next_page": links.page(page=number + 1, step=step) if number < pages else None,
+        "back_url": links.back(), "back": links.keep["back"], "page_url": links.page_url,
+        "close_witness_url": links.page(violation=None, step=step) + (
+            f"#step-{step}" if step is not None else ""),
+        "columns": [{"step": s, "url": links.step(s), "selected": s == step} for s in window],
+        "first_shown": window[0] if window else None, "last_shown": window[-1] if window else None,
+        "can_correct": can_correct,
+        "correctable_atoms": _correctable_atoms(run, answers) if can_correct else [],
+        # The list's filters ride along, so the page comes back with its way back.
+        "correct_url": reverse("session_correct_label", args=[slug, session.id]) + (
+            f"?{_query(back=links.keep['back'])}" if links.keep["back"] else ""),
+    }
+    context.update(_residual_context(run, session, step, results))
+    return render(request, "sessions/detail.html", context, status=400 if problems else 200)
+
+
+def _llm_answers(run, session, window: list[int]) -> dict[int, list[dict]]:
+    """Per step of the window, what the run's LLM labelers answered, with their provenance."""
+    if run is None or not window:
+        return {}
+    out: dict[int, list[dict]] = {}
+    for step, atom, labeler, model, confidence, value in (
+            LabelProvenance.objects.filter(run=run, session=session,
+                                           step__range=(window[0], window[-1]))
+            .order_by("step", "atom")
+            .values_list("step", "atom", "labeler", "model", "confidence", "value")):
+        out.setdefault(step, []).append({"atom": atom, "labeler": labeler, "model": model,
+                                         "confidence": confidence, "value": value})
+    return out
+
+
+def _with_overrides(answers: list[dict], corrections: list[dict]) -> list[dict]:
+    """The answers, each marked ``overridden`` when a person corrected its atom at that step."""
+    corrected = {c["atom"] for c in corrections}
+    return [{**a, "overridden": a["atom"] in corrected} for a in answers]
+
+
+def _corrections(session, window: list[int]) -> dict[int, list[dict]]:
+    """Per step of the window, the labels people corrected: atom, value, who and when."""
+    if not window:
+        return {}
+    out: dict[int, list[dict]] = {}
+    for correction in (LabelCorrection.objects
+                       .filter(event__session=session,
+                               event__step__range=(window[0], window[-1]))
+                       .select_related("event", "corrected_by")
+                       .order_by("event__step", "atom")):
+        who = correction.corrected_by.get_username() if correction.corrected_by else "someone"
+        out.setdefault(correction.event.step, []).append({
+            "atom": correction.atom, "value": correction.value, "by": who,
+            "at": correction.corrected_at})
+    return out
+
+
+def _correctable_atoms(run, answers: dict[int, list[dict]]) -> list[str]:
+    """The atoms a person may set on this page: those the run's rules read and its labelers
+    produce (built-in atoms and data atoms are facts of the event, not judgements)."""
+    atoms = {d["atom"] for d in run.labelers if isinstance(d, dict) and d.get("atom")}
+    atoms.update(a["atom"] for found in answers.values() for a in found)
+    for version in run.rule_versions.all():
+        try:
+            formula = parse(version.formula)
+        except FormulaSyntaxError:
+            continue
+        atoms.update(sub.name for sub in formula.subformulas() if sub.op == "atom")
+    return sorted(atoms)
+
+
+def _witness(violation, links: _Links) -> dict | None:
+    if violation is None:
+        return None
+    entries = violation.witness[:WITNESS_LISTED]
+    return {"rule": violation.result.rule_version.rule.name, "violation": violation,
+            "more": max(0, len(violation.witness) - WITNESS_LISTED),
+            "entries": [{"step": w["step"], "labels": w["labels"], "residual": w["residual"],
+                         "url": links.step(w["step"])} for w in entries]}
+
+
+def _lanes(results, window: list[int], step, witness_steps: set, links: _Links):
+    """Per rule, a cell per step of the window (TRAC's verdict there and how many violations
+    were detected there), and the rule's violations triggered or detected on this window."""
+    if not results or not window:
+        return [], []
+    first, last = window[0], window[-1]
+    # Counts per (rule, step) in one query; a rule may fail thousands of times at the end.
+    detected: dict[tuple[int, int], int] = {
+        (result_id, at): n for result_id, at, n in
+        ViolationRecord.objects.filter(result__in=results, detected__range=(first, last))
+        .values("result_id", "detected").annotate(n=Count("id"))
+        .values_list("result_id", "detected", "n")}
+    earliest = dict(ViolationRecord.objects.filter(result__in=results).values("result_id")
+                    .annotate(first=Min("detected")).values_list("result_id", "first"))
+    here = Q(detected__range=(first, last)) | Q(trigger__range=(first, last))
+    lanes, violations = [], []
+    for r in results:
+        name = r.rule_version.rule.name
+        cells = []
+        for s in window:
+            verdict = _verdict_at(r.timeline, s)
+            cells.append({"step": s, "verdict": verdict, "glyph": GLYPHS.get(verdict, "?"),
+                          "detected": detected.get((r.id, s), 0), "selected": s == step,
+                          "witness": s in witness_steps})
+        lanes.append({"rule": name, "formula": r.rule_version.formula, "result": r,
+                      "cells": cells})
+        found, more = [], 0
+        if r.violation_count:  # one bounded query per rule that has violations at all
+            mine = ViolationRecord.objects.filter(here, result=r)
+            found = list(mine.order_by("detected", "trigger", "id").values(
+                "id", "trigger", "detected", "at_end")[:VIOLATIONS_LISTED])
+            if len(found) == VIOLATIONS_LISTED:
+                more = mine.count() - len(found)
+        first_detected = earliest.get(r.id)
+        violations.append({
+            "rule": name, "total": r.violation_count, "more": more,
+            "items": [{**v, "url": links.page(violation=v["id"]) + f"#step-{v['detected']}"}
+                      for v in found],
+            "first_url": (links.step(first_detected)
+                          if first_detected is not None and not found else None),
+            "first_detected": first_detected})
+    return lanes, violations
+
+
+@require_safe
+@login_required
+def session_residual(request: HttpRequest, slug: str, session_id: int):
+    """The residual panel alone (htmx swaps it in when a step is selected)."""
+    workspace, _ = workspace_page(request, slug)
+    problems: list[str] = []
+    try:
+        session = _session_or_missing(workspace, session_id)
+        run = _run_choice(request, workspace, problems, session=session)
+    except Missing as exc:
+        return _missing_page(request, workspace, str(exc))
+    step = _int_param(request, "step", problems, "step number")
+    if step is None and not problems:
+        problems.append("Choose a step: add ?step= and a step number.")
+    if step is not None:
+        problem = _step_problem(session, _extent(session), step)
+        if problem:
+            problems.append(problem)
+            step = None
+    context = {"problems": problems}
+    context.update(_residual_context(run, session, step, _results_of(run, session)))
+    # htmx does not swap error answers; the message is the panel's content either way.
+    status = 400 if problems and not request.headers.get("HX-Request") else 200
+    return render(request, "sessions/_residual.html", context, status=status)
+
+
+CORRECTION_VALUES = {"true": True, "false": False, "clear": None}
+
+
+@require_POST
+@login_required
+def session_correct_label(request: HttpRequest, slug: str, session_id: int):
+    """An auditor sets an atom true or false at a step (or removes that correction); the
+    session's verdicts in the run are recomputed and the page shows them."""
+    workspace, _ = workspace_page(request, slug, Role.AUDITOR)  # 403 for other members
+    try:
+        session = _session_or_missing(workspace, session_id)
+    except Missing as exc:
+        return _missing_page(request, workspace, str(exc))
+    problems: list[str] = []
+    run_id = _number_field(request.POST.get("run"), "audit run number", problems)
+    step = _number_field(request.POST.get("step"), "step number", problems)
+    run = (AuditRun.objects.filter(workspace=workspace, id=run_id).first()
+           if run_id is not None else None)
+    if run_id is not None and run is None:
+        return _missing_page(request, workspace, f"There is no audit run {run_id} in this "
+                                                 "workspace.")
+    value_text = request.POST.get("value", "")
+    if value_text not in CORRECTION_VALUES:
+        problems.append("Choose whether the atom holds, does not hold, or loses its "
+                        "correction.")
+    atom = request.POST.get("atom", "")
+    if not problems:
+        value = CORRECTION_VALUES[value_text]
+        try:
+            correct_label(run, session, step, atom, value, actor(request))
+        except ServiceError as exc:
+            problems.append(exc.message[:1].upper() + exc.message[1:] + ".")
+        except LLMError as exc:
+            problems.append(f"The correction is saved, but the verdicts could not be "
+                            f"recomputed: {exc.message}")
+        else:
+            said = {True: "holds", False: "does not hold", None: "is left to the labelers"}
+            messages.success(request, f"Step {step}: {atom.strip()} {said[value]}. The "
+                                      f"verdicts of audit run #{run.id} were recomputed.")
+    for problem in problems:
+        messages.error(request, problem)
+    links = _Links(slug, session.id, run, _back_query(request), None)
+    target = links.step(step) if step is not None else links.page()
+    return HttpResponseRedirect(target, status=303)
+
+
+def _number_field(raw, what: str, problems: list[str]) -> int | None:
+    raw = (raw or "").strip()
+    if not (raw.isascii() and raw.isdigit()) or int(raw) > LARGEST_NUMBER:
+        problems.append(f"“{raw[:40]}” is not a valid {what}.")
+        return None
+    return int(raw)

@@ -1,0 +1,13 @@
+from django.contrib import admin
+from django.urls import include, path
+
+from studio.api.urls import api
+from studio.views import healthz
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("healthz", healthz, name="healthz"),
+    path("api/", api.urls),
+    path("v1/", include("studio.live.urls")),  # OTLP/HTTP: /v1/traces
+    path("", include("studio.web.urls")),
+]

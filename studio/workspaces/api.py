@@ -1,0 +1,127 @@
+"""Workspaces the caller belongs to, machine tokens, webhook secrets and the audit log."""
+
+from datetime import datetime
+
+from django.shortcuts import get_object_or_404
+from ninja import Router, Schema, Status
+
+from studio.api.core import Id, PermissionDenied, actor_of, workspace_for
+
+from . import services
+from .models import ApiToken, AuditLogEntry, Membership, Workspace
+
+router = Router(tags=["workspaces"])
+
+
+class WorkspaceOut(Schema):
+    slug: str
+    name: str
+    roles: list[str]
+
+
+class TokenIn(Schema):
+    name: str
+    roles: list[str]
+
+
+class TokenOut(Schema):
+    id: int
+    name: str
+    prefix: str
+    roles: list[str]
+    created_at: datetime
+    last_used_at: datetime | None
+    revoked_at: datetime | None
+
+
+class TokenCreated(TokenOut):
+    token: str  # shown once
+
+
+class WebhookSecretOut(Schema):
+    id: int
+    secret: str
+    created_at: datetime
+
+
+class LogEntryOut(Schema):
+    id: int
+    at: datetime
+    actor: str | None
+    action: str
+    target_type: str
+    target_id: int | None
+    details: dict
+
+
+def _token_out(token: ApiToken) -> dict:
+    return {"id": token.id, "name": token.name, "prefix": token.prefix, "roles": token.roles,
+            "created_at": token.created_at, "last_used_at": token.last_used_at,
+            "revoked_at": token.revoked_at}
+
+
+@router.get("", response=list[WorkspaceOut], summary="Workspaces the caller belongs to")
+def list_workspaces(request):
+    actor = actor_of(request)
+    if actor.token is not None:
+        ws = actor.token.workspace
+        return [{"slug": ws.slug, "name": ws.name, "roles": actor.token.roles}]
+    roles: dict[int, list[str]] = {}
+    for m in Membership.objects.filter(user=actor.user).order_by("role"):
+        roles.setdefault(m.workspace_id, []).append(m.role)
+    return [{"slug": w.slug, "name": w.name, "roles": roles[w.id]}
+            for w in Workspace.objects.filter(id__in=roles).order_by("name")]
+
+
+def _people_only(request):
+    if actor_of(request).token is not None:
+        raise PermissionDenied("tokens are managed by people, not by other tokens")
+
+
+@router.get("{slug}/tokens", response=list[TokenOut])
+def list_tokens(request, slug: str):
+    workspace = workspace_for(request, slug)
+    return [_token_out(t) for t in workspace.tokens.order_by("-created_at")]
+
+
+@router.post("{slug}/tokens", response={201: TokenCreated},
+             summary="Create a token; its secret is in this answer only")
+def create_token(request, slug: str, body: TokenIn):
+    workspace = workspace_for(request, slug)
+    _people_only(request)
+    token, secret = services.create_token(workspace, body.name, body.roles, actor_of(request))
+    return Status(201, {**_token_out(token), "token": secret})
+
+
+@router.delete("{slug}/tokens/{token_id}", response={204: None})
+def revoke_token(request, slug: str, token_id: Id):
+    workspace = workspace_for(request, slug)
+    token = get_object_or_404(ApiToken, workspace=workspace, id=token_id)
+    _people_only(request)
+    services.revoke_token(token, actor_of(request))
+    return Status(204, None)
+
+
+@router.post("{slug}/webhook-secrets", response={201: WebhookSecretOut},
+             summary="A Standard Webhooks signing secret for live ingestion")
+def create_webhook_secret(request, slug: str):
+    workspace = workspace_for(request, slug)
+    _people_only(request)
+    secret = services.create_webhook_secret(workspace, actor_of(request))
+    return Status(201, {"id": secret.id, "secret": secret.secret,
+                        "created_at": secret.created_at})
+
+
+@router.get("{slug}/log", response=list[LogEntryOut], summary="The audit log (append-only, UTC)")
+def audit_log(request, slug: str, limit: int = 200, before_id: Id | None = None):
+    workspace = workspace_for(request, slug)
+    entries = AuditLogEntry.objects.filter(workspace=workspace).select_related("actor",
+                                                                                "actor_token")
+    if before_id is not None:
+        entries = entries.filter(id__lt=before_id)
+    entries = entries.order_by("-id")[: max(1, min(limit, 1000))]
+    return [{"id": e.id, "at": e.at, "action": e.action, "target_type": e.target_type,
+             "target_id": e.target_id, "details": e.details,
+             "actor": (e.actor.get_username() if e.actor else
+                       f"token {e.actor_token.name}" if e.actor_token else None)}
+            for e in entries]

@@ -1,0 +1,1 @@
+from tests.api.world import world  # noqa: F401

@@ -1,0 +1,1 @@
+"""Shared fixtures.  The database is chosen by the ``tests.database`` plugin (see its doc)."""

@@ -1,0 +1,90 @@
+"""Rule pages through real requests: live parse feedback, the editor, review rules, diffs."""
+
+import pytest
+from django.test import Client
+
+from studio.rules.models import Rule, RuleVersion
+from studio.workspaces.models import Role
+from studio.workspaces.services import add_member, create_user, create_workspace
+
+
+@pytest.fixture
+def team(db):
+    author = create_user("ann", "author password 1")
+    reviewer = create_user("rob", "reviewer password 1")
+    outsider = create_user("eve", "outsider password 1")
+    workspace = create_workspace("Payments", owner=author, roles=(Role.AUTHOR,))
+    add_member(workspace, reviewer, Role.REVIEWER)
+    create_workspace("Elsewhere", owner=outsider)
+
+    def client_for(user, password):
+        client = Client()
+        assert client.login(username=user.username, password=password)
+        return client
+
+    return {"ws": workspace, "author": client_for(author, "author password 1"),
+            "reviewer": client_for(reviewer, "reviewer password 1"),
+            "outsider": client_for(outsider, "outsider password 1")}
+
+
+def test_live_check_marks_the_error_position(team):
+    response = team["author"].post("/w/payments/formulas/check", {"formula": "G(p -> "},
+                                   HTTP_HX_REQUEST="true")
+    page = response.content.decode()
+    assert response.status_code == 200
+    assert "Line 1, column 7" in page and "ends too early" in page
+    ok = team["author"].post("/w/payments/formulas/check",
+                             {"formula": "G(tool_call:pay -> F approved) & G(data.amount < 5)"})
+    page = ok.content.decode()
+    assert "Reads as" in page and "tool_call:pay" in page
+    assert "no labeler" in page  # `approved` is neither built in nor produced by a labeler
+    assert "read from the event" in page
+
+
+def test_author_writes_and_submits_and_another_person_approves(team):
+    created = team["author"].post("/w/payments/rules/", {
+        "name": "pay_first", "formula": "!ship W paid", "description": "pay before shipping"})
+    rule = Rule.objects.get(name="pay_first")
+    assert created.status_code == 302 and created["Location"] == f"/w/payments/rules/{rule.id}/"
+    url = f"/w/payments/rules/{rule.id}/"
+    # A broken formula is refused with its position; nothing is saved.
+    bad = team["author"].post(url, {"action": "save", "formula": "!ship W"})
+    assert "line 1, column 8" in bad.content.decode()
+    assert RuleVersion.objects.get(rule=rule).formula == "!ship W paid"
+    team["author"].post(url, {"action": "submit", "formula": "!ship W (paid | prepaid)"})
+    version = RuleVersion.objects.get(rule=rule)
+    assert version.status == "in_review" and version.formula == "!ship W (paid | prepaid)"
+    # The author cannot review (no reviewer role), the reviewer sees the review form.
+    denied = team["author"].post(url, {"action": "approve"})
+    assert denied.status_code == 403
+    page = team["reviewer"].get(url).content.decode()
+    assert "Approve" in page and "Reject" in page
+    team["reviewer"].post(url, {"action": "approve", "comment": "looks right"})
+    version.refresh_from_db()
+    assert version.status == "approved" and version.review_comment == "looks right"
+    # A second version shows its diff from the first.
+    team["author"].post(url, {"action": "new_version"})
+    second = RuleVersion.objects.get(rule=rule, number=2)
+    team["author"].post(url + "?v=2", {"action": "save", "formula": "!ship W paid"})
+    page = team["author"].get(url + "?v=2").content.decode()
+    assert "Changes from version 1" in page and "<del>" in page
+    assert second.status == "draft"
+
+
+def test_rejecting_needs_a_reason(team):
+    team["author"].post("/w/payments/rules/", {"name": "r", "formula": "G !drop"})
+    rule = Rule.objects.get(name="r")
+    url = f"/w/payments/rules/{rule.id}/"
+    team["author"].post(url, {"action": "submit", "formula": "G !drop"})
+    page = team["reviewer"].post(url, {"action": "reject", "comment": ""}).content.decode()
+    assert "say why" in page
+    assert RuleVersion.objects.get(rule=rule).status == "in_review"
+
+
+def test_outsiders_get_404(team):
+    team["author"].post("/w/payments/rules/", {"name": "r", "formula": "G !drop"})
+    rule = Rule.objects.get(name="r")
+    assert team["outsider"].get("/w/payments/rules/").status_code == 404
+    assert team["outsider"].get(f"/w/payments/rules/{rule.id}/").status_code == 404
+    assert team["outsider"].post("/w/payments/formulas/check", {"formula": "p"}).status_code == 404
+    assert team["outsider"].get(f"/w/elsewhere/rules/{rule.id}/").status_code == 404
