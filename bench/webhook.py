@@ -45,6 +45,8 @@ from pathlib import Path
 
 import psycopg
 
+from bench.workloads import RULES_20
+
 REPO = Path(__file__).resolve().parent.parent
 DB_NAME = "studio_bench_live"
 DB_URL = f"postgres://postgres@127.0.0.1:5432/{DB_NAME}"
@@ -168,15 +170,31 @@ def sign(secret: str, msg_id: str, stamp: int, body: bytes) -> str:
     return "v1," + base64.b64encode(digest).decode()
 
 
-def _send(port: int, path: str, body: bytes | None, headers: dict) -> int:
+def _send(port: int, path: str, body: bytes | None, headers: dict) -> tuple[int, bytes]:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     try:
         conn.request("POST" if body is not None else "GET", path, body=body, headers=headers)
         response = conn.getresponse()
-        response.read()
-        return response.status
+        return response.status, response.read()
     finally:
         conn.close()
+
+
+def _answer_problem(body: bytes, rules: int) -> str | None:
+    """Why a 200 answer to a single-event POST is not what the studio promises (the event
+    stored and every rule's verdict and residual listed), or None.  Checked after the clock
+    stopped for that request."""
+    try:
+        answer = json.loads(body)
+    except ValueError:
+        return "not JSON"
+    if answer.get("stored") != 1 or [e.get("status") for e in answer.get("events", [])] != [
+            "stored"]:
+        return f"event not stored: {answer.get('events')!r}"[:200]
+    listed = answer.get("rules", [])
+    if len(listed) != rules or not all(r.get("verdict") and r.get("residual") for r in listed):
+        return f"{len(listed)} rules answered, not {rules} with verdicts and residuals"
+    return None
 
 
 def run_load(spec: dict) -> dict:
@@ -191,6 +209,7 @@ def run_load(spec: dict) -> dict:
     latencies: list[float] = []
     service: list[float] = []
     statuses: dict[int, int] = {}
+    problems: list[str] = []
     lock = threading.Lock()
 
     def worker():
@@ -201,14 +220,18 @@ def run_load(spec: dict) -> dict:
             at, (path, body, headers) = item
             sent = time.perf_counter()
             try:
-                status = _send(port, path, body, headers)
+                status, answer = _send(port, path, body, headers)
             except OSError:
-                status = 0
+                status, answer = 0, b""
             done = time.perf_counter()
+            problem = (_answer_problem(answer, spec["rules"])
+                       if status == 200 and body is not None else None)
             with lock:
                 latencies.append(done - at)
                 service.append(done - sent)
                 statuses[status] = statuses.get(status, 0) + 1
+                if problem:
+                    problems.append(problem)
 
     threads = [threading.Thread(target=worker, daemon=True) for _ in range(spec["clients"])]
     for t in threads:
@@ -227,7 +250,8 @@ def run_load(spec: dict) -> dict:
         t.join()
     elapsed = time.perf_counter() - start
     return {"latencies": latencies, "service": service, "statuses": statuses,
-            "elapsed": elapsed, "count": len(measured)}
+            "elapsed": elapsed, "count": len(measured), "problems": problems[:5],
+            "problem_count": len(problems)}
 
 
 def _server_cpu(pid: int) -> float:
@@ -322,7 +346,7 @@ def main() -> int:
         spec = {"port": port, "rate": args.rate, "seconds": args.seconds,
                 "sessions": args.sessions, "clients": args.clients, "auth": args.auth,
                 "warmup": 20 * args.workers * max(1, args.threads), "run": "r1",
-                "baseline": args.baseline, **credentials}
+                "baseline": args.baseline, "rules": len(RULES_20), **credentials}
         what = "GET /healthz (baseline)" if args.baseline else "single-event POSTs"
         print(f"load: {args.rate:g} req/s for {args.seconds:g} s, {what} over "
               f"{args.sessions} sessions, auth={args.auth}; gunicorn {args.workers} worker(s)"
@@ -341,6 +365,13 @@ def main() -> int:
     finally:
         server.terminate()
         server.wait(timeout=30)
+    problems = list(result["problems"])
+    if not args.baseline:  # every answered POST stored exactly one event
+        with psycopg.connect(DB_URL) as conn:
+            stored = conn.execute("SELECT count(*) FROM traces_event").fetchone()[0]
+        answered = result["statuses"].get("200", 0) + spec["warmup"]
+        if stored != answered:
+            problems.append(f"{stored} events stored for {answered} answered POSTs")
     lat, svc = result["latencies"], result["service"]
     achieved = result["count"] / result["elapsed"]
     p50, p90, p99 = (_percentile(lat, q) for q in (0.50, 0.90, 0.99))
@@ -351,7 +382,11 @@ def main() -> int:
     print(f"latency from send:     p50 {_percentile(svc, .5):.2f} ms  "
           f"p99 {_percentile(svc, .99):.2f} ms")
     print(f"server CPU per request (gunicorn processes, not Postgres): {cpu * 1000:.2f} ms")
-    ok = p99 < GOAL_P99_MS and set(result["statuses"]) == {200}
+    for problem in problems:
+        print(f"WRONG ANSWER: {problem}")
+    if result["problem_count"] > len(result["problems"]):
+        print(f"... {result['problem_count']} wrong answers in all")
+    ok = p99 < GOAL_P99_MS and set(result["statuses"]) == {"200"} and not problems
     print(f"goal p99 < {GOAL_P99_MS:g} ms at {args.rate:g} req/s: {'met' if ok else 'NOT met'}"
           f"  (load average before/after: {load_before} / {_load()})")
     if args.profile:
