@@ -207,6 +207,10 @@ LIVE_RATE_LIMIT_PER_MINUTE = int(env_str("LIVE_RATE_LIMIT_PER_MINUTE", "6000"))
 WEBHOOK_TOLERANCE_SECONDS = 300
 AUDIT_BATCH_SIZE = int(env_str("AUDIT_BATCH_SIZE", "200"))
 AUDIT_MAX_ATTEMPTS = int(env_str("AUDIT_MAX_ATTEMPTS", "3"))
+# An upload audited as it loads, on Postgres, from this size on: its labelling and monitoring
+# run in a child process, on a core of their own (studio.audits.arrival).  Smaller files are
+# monitored in the loading process, where starting a process would cost more than it saves.
+ARRIVAL_PROCESS_MIN_BYTES = int(env_str("ARRIVAL_PROCESS_MIN_BYTES", str(8 * 1024 * 1024)))
 
 # Pages: sign-in, and a Content-Security-Policy that allows no inline script or style, so an
 # injected <script> in a log line could not run even if escaping failed (RELIABILITY.md 14).

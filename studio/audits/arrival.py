@@ -3,10 +3,12 @@
 Reading a million events back from the database to audit them costs about as much as loading
 them did.  When the uploader asks for an audit (``Upload.audit_requested``), the rows the load
 has just committed are handed to an ``ArrivalAudit``, which labels and monitors them while the
-database is busy with the next batch.  The monitoring runs in the parsing thread, between two
-batches (``drain``), not on a thread of its own: a third busy Python thread would hold the GIL
-against the writing thread, which must get it back at once after each database call to keep the
-database busy.  When the upload is
+database is busy with the next batch.  For a big file (``ARRIVAL_PROCESS_MIN_BYTES``) loaded
+with threads, the labelling and monitoring run in a child process
+(``studio.monitor.arrival.MonitorProcess``), on the core the parsing process leaves idle.
+Otherwise they run in the parsing thread, between two batches (``drain``), not on a thread of
+their own: a third busy Python thread would hold the GIL against the writing thread, which must
+get it back at once after each database call to keep the database busy.  When the upload is
 parsed, ``finish_upload_audit`` creates the audit run in the same transaction that marks the
 upload parsed: the batches of sessions monitored on arrival are stored as done, the others are
 planned and enqueued like any audit's batches.  The results are the ones a separate audit of the
@@ -21,7 +23,8 @@ A session is monitored on arrival only when that is sure to give the audit's ans
 - nobody corrected one of its labels while it loaded;
 - the labelers answer locally (LLM labelers ask in batches from the audit's tasks);
 - the parse was not interrupted (a resumed parse has lost what was in memory);
-- fewer than ``MAX_OPEN_SESSIONS`` sessions are open, which bounds memory.
+- fewer than ``MAX_OPEN_SESSIONS`` sessions are open, which bounds memory;
+- the monitoring (or its process) did not fail.
 
 Every other session of the upload is audited afterwards by the usual batch tasks; nothing is lost
 by falling back, only time.
@@ -31,17 +34,18 @@ from __future__ import annotations
 
 import logging
 import queue
-from dataclasses import dataclass, field
 
+from django.conf import settings
 from django.db import transaction
 
 from studio.api.core import ServiceError
 from studio.labeling import LabelerConfigError
 from studio.logic.parser import FormulaSyntaxError
-from studio.monitor import FastSessionMonitor, RuleError
+from studio.monitor import RuleError
+from studio.monitor.arrival import ArrivalFailed, ArrivalMonitor, MonitorProcess
 from studio.rules.models import RuleSet
-from studio.rules.monitoring import approved_versions, labeler_snapshot, labeling_from, ruleset_for
-from studio.traces.models import TraceSession, Upload, monitor_event
+from studio.rules.monitoring import approved_versions, labeler_snapshot
+from studio.traces.models import TraceSession, Upload
 from studio.workspaces.services import record
 
 from . import services
@@ -49,33 +53,29 @@ from .models import LabelCorrection
 
 log = logging.getLogger(__name__)
 
-MAX_OPEN_SESSIONS = 20_000
-
-
-@dataclass
-class _Open:
-    """A session being monitored: its monitor, the last event (``prev``) and its steps."""
-
-    monitor: FastSessionMonitor
-    previous: dict | None = None
-    steps: list = field(default_factory=list)
-
 
 class ArrivalAudit:
-    """Monitors the rows of one upload as they are committed (``observe``), in commit order."""
+    """Monitors the rows of one upload as they are committed (``observe``), in commit order:
+    in this process (``drain`` runs what the writing thread queued), or, for a file of
+    ``ARRIVAL_PROCESS_MIN_BYTES`` or more loaded with threads, in a child process."""
 
     def __init__(self, upload: Upload, versions, snapshot: list[dict], *, threaded: bool):
         self.upload = upload
         self.versions = versions
         self.snapshot = snapshot
-        self.ruleset = ruleset_for(versions)
-        self.labeling = labeling_from(snapshot)
         self.version_ids = [v.id for v in versions]
-        self.open: dict[int, _Open] = {}
-        self.excluded: set[int] = set()
+        rules = [(v.rule.name, v.formula) for v in versions]
+        # Built here in any case: it checks the rules and labelers before the load begins.
+        self.monitor: ArrivalMonitor | MonitorProcess = ArrivalMonitor(rules, snapshot)
+        self.batched = bool(self.monitor.labeling.batched_labelers)
+        self.in_child = (threaded and not self.batched
+                         and upload.size >= settings.ARRIVAL_PROCESS_MIN_BYTES)
+        if self.in_child:
+            self.monitor = MonitorProcess(rules, snapshot)
         self.failure: BaseException | None = None
         # Committed rows waiting for the parsing thread (written by the writing thread).
-        self._waiting: queue.SimpleQueue | None = queue.SimpleQueue() if threaded else None
+        self._waiting: queue.SimpleQueue | None = (
+            queue.SimpleQueue() if threaded and not self.in_child else None)
 
     @classmethod
     def begin(cls, upload: Upload, *, threaded: bool) -> ArrivalAudit | None:
@@ -91,7 +91,12 @@ class ArrivalAudit:
             audit = cls(upload, versions, snapshot, threaded=threaded)
         except (ServiceError, RuleError, FormulaSyntaxError, LabelerConfigError, ValueError):
             return None  # start_audit, called at the end instead, says what is wrong
-        return None if audit.labeling.batched_labelers else audit
+        except (ArrivalFailed, OSError):
+            log.exception("upload %s: the monitoring process did not start", upload.pk)
+            return None  # audited afterwards, by the usual batches
+        if audit.batched:
+            return None
+        return audit
 
     # -- the writer's side ------------------------------------------------------------------------
 
@@ -120,44 +125,10 @@ class ArrivalAudit:
         if self.failure is not None:
             return
         try:
-            self._monitor(rows, stored_before)
+            self.monitor.observe(rows, stored_before)
         except Exception as exc:  # noqa: BLE001 - the sessions are audited afterwards
             log.exception("upload %s: monitoring on arrival failed", self.upload.pk)
             self.failure = exc
-
-    def _monitor(self, rows: list[tuple], stored_before: dict[int, int | None]) -> None:
-        label = self.labeling.label
-        opened = self.open
-        excluded = self.excluded
-        checked: set[int] = set()
-        for session_id, step, lifeline, input, output, data, labels in rows:
-            state = opened.get(session_id)
-            if session_id not in checked:
-                checked.add(session_id)
-                if session_id in excluded:
-                    continue
-                before = stored_before.get(session_id)
-                fits = (before is None and state is None and len(opened) < MAX_OPEN_SESSIONS
-                        ) or (state is not None and state.steps and before == state.steps[-1])
-                if not fits:
-                    self._exclude(session_id)
-                    continue
-                if state is None:
-                    state = opened[session_id] = _Open(
-                        FastSessionMonitor(self.ruleset, witnesses=True))
-            elif state is None:
-                continue  # excluded earlier in these rows
-            if state.steps and step <= state.steps[-1]:
-                self._exclude(session_id)
-                continue
-            event = monitor_event(session_id, step, lifeline, input, output, data, labels)
-            state.monitor.ingest(label(event, state.previous))
-            state.previous = event
-            state.steps.append(step)
-
-    def _exclude(self, session_id: int) -> None:
-        self.excluded.add(session_id)
-        self.open.pop(session_id, None)
 
     # -- the end -----------------------------------------------------------------------------------
 
@@ -167,19 +138,22 @@ class ArrivalAudit:
         self.drain()
         if self.failure is not None:
             return {}
-        candidates = [s for s in scope if s in self.open]
-        steps = dict(TraceSession.objects.filter(id__in=candidates).values_list("id", "steps"))
-        corrected = set(LabelCorrection.objects.filter(event__session_id__in=candidates)
-                        .values_list("event__session_id", flat=True))
-        texts = services.WitnessText()
-        out = {}
-        for session_id in candidates:
-            state = self.open[session_id]
-            if steps.get(session_id) != len(state.steps) or session_id in corrected:
-                continue
-            out[session_id] = services.session_results(session_id, state.monitor, state.steps,
-                                                       self.version_ids, texts)
-        return out
+        try:
+            candidates = self.monitor.candidates(scope)
+            steps = dict(TraceSession.objects.filter(id__in=candidates)
+                         .values_list("id", "steps"))
+            corrected = set(LabelCorrection.objects.filter(event__session_id__in=candidates)
+                            .values_list("event__session_id", flat=True))
+            expected = {s: steps[s] for s in candidates if s in steps and s not in corrected}
+            return self.monitor.results(expected, self.version_ids)
+        except ArrivalFailed as exc:
+            log.error("upload %s: monitoring on arrival failed: %s", self.upload.pk, exc)
+            return {}
+
+    def close(self) -> None:
+        """Let go of the monitors (and end the child process, if any)."""
+        if isinstance(self.monitor, MonitorProcess):
+            self.monitor.close()
 
 
 def finish_upload_audit(upload: Upload, arrival: ArrivalAudit | None) -> None:

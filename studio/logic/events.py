@@ -96,3 +96,14 @@ def compare(comparison: Comparison, event: Any, previous: Any = None) -> bool:
     """Truth of a data atom on ``event`` (``previous`` is the event before it, if any)."""
     return compare_values(comparison.op, _operand(comparison.left, event, previous),
                           _operand(comparison.right, event, previous))
+
+
+def monitor_event(session, step, lifeline, input, output, data, labels) -> dict:
+    """An event as rules read it.  Fields of the original log that importers file under
+    ``data`` (TextWorld's ``env``, say) are also readable where the log had them, at the top, so
+    a rule reads the same path in the studio as in ``manage.py audit`` on the raw file; the
+    canonical fields win a clash."""
+    event = dict(data) if isinstance(data, dict) else {}
+    event.update(session=session, step=step, lifeline=lifeline, input=input, output=output,
+                 data=data if data is not None else {}, labels=labels)
+    return event

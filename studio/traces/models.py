@@ -6,6 +6,7 @@ from django.conf import settings
 from django.db import models
 
 from studio.workspaces.models import Workspace
+from studio.logic.events import monitor_event  # noqa: F401 - the event as rules read it, re-exported
 
 
 class UploadFormat(models.TextChoices):
@@ -144,14 +145,3 @@ class Event(models.Model):
         """The event as the monitors and labelers read it."""
         return monitor_event(self.session_id, self.step, self.lifeline, self.input, self.output,
                              self.data, self.labels)
-
-
-def monitor_event(session, step, lifeline, input, output, data, labels) -> dict:
-    """An event as rules read it.  Fields of the original log that importers file under
-    ``data`` (TextWorld's ``env``, say) are also readable where the log had them, at the top, so
-    a rule reads the same path in the studio as in ``manage.py audit`` on the raw file; the
-    canonical fields win a clash."""
-    event = dict(data) if isinstance(data, dict) else {}
-    event.update(session=session, step=step, lifeline=lifeline, input=input, output=output,
-                 data=data if data is not None else {}, labels=labels)
-    return event

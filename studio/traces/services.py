@@ -313,13 +313,23 @@ def _fail(upload: Upload, message: str) -> None:
 
 
 def _parse(upload: Upload) -> None:
-    from studio.audits.arrival import ArrivalAudit, finish_upload_audit  # audits import traces
+    from studio.audits.arrival import ArrivalAudit  # audits import traces
 
     # With Postgres, batches are written on a thread of their own while the parser reads on: the
     # database checks and indexes one batch while Python parses the next.  Not inside a caller's
     # transaction (tests), whose rows another connection could not see.
     threaded = connection.vendor == "postgresql" and not connection.in_atomic_block
     arrival = ArrivalAudit.begin(upload, threaded=threaded)
+    try:
+        _load_and_finish(upload, arrival, threaded)
+    finally:
+        if arrival is not None:
+            arrival.close()
+
+
+def _load_and_finish(upload: Upload, arrival, threaded: bool) -> None:
+    from studio.audits.arrival import finish_upload_audit
+
     store = _Store(upload, arrival)
     sink = _Background(store) if threaded else store
     with open(stored_file(upload), "rb") as handle:

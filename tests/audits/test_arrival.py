@@ -1,8 +1,9 @@
 """Audit on arrival (studio.audits.arrival): an upload asked to be audited is monitored while it
 loads, and the run it gets stores exactly what a separate audit of the same upload stores.
 
-With Postgres and no enclosing transaction the load is threaded (writer and monitor threads);
-elsewhere it runs inline: both paths are compared with the separate audit."""
+With Postgres and no enclosing transaction the load is threaded (writer and parsing threads), and
+for a big file the monitoring runs in a child process; elsewhere it runs inline: every path is
+compared with the separate audit."""
 
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ import random
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import connection
 from django.test import Client
 
 from studio.api.core import ServiceError
+from studio.audits import arrival
 from studio.audits.models import AuditRun, BatchStatus, RunStatus, SessionResult
 from studio.audits.services import start_audit
 from studio.live import services as live
@@ -73,10 +76,34 @@ def _team_with_rules():
     return team
 
 
+class _CountedProcess(arrival.MonitorProcess):
+    started: list = []
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.started.append(self._child.pid)
+
+
+@pytest.fixture
+def where(request, settings, monkeypatch):
+    """Where the monitoring runs: "here" (the loading process) or "child" (a process of its
+    own, as for big files; only with threads, that is on Postgres)."""
+    if request.param == "child":
+        if connection.vendor != "postgresql":
+            pytest.skip("the monitoring process serves threaded loads, on Postgres only")
+        settings.ARRIVAL_PROCESS_MIN_BYTES = 0
+        _CountedProcess.started = []
+        monkeypatch.setattr(arrival, "MonitorProcess", _CountedProcess)
+    else:
+        settings.ARRIVAL_PROCESS_MIN_BYTES = 10**12
+    return request.param
+
+
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("seed", [3, 8])
+@pytest.mark.parametrize("where", ["here", "child"], indirect=True)
 def test_an_upload_audited_on_arrival_stores_what_a_separate_audit_stores(
-        seed, django_capture_on_commit_callbacks):
+        seed, where, django_capture_on_commit_callbacks):
     team = _team_with_rules()
     rng = random.Random(seed)
     sessions = {f"a{seed}-{i:02d}": random_events(rng, rng.randint(1, 70)) for i in range(14)}
@@ -106,6 +133,42 @@ def test_an_upload_audited_on_arrival_stores_what_a_separate_audit_stores(
     assert results == stored(separate)
     assert len(results) == len(sessions) * (len(RULES) + 1)
     assert any(r[1] == "violated" for r in results.values())  # the comparison is not vacuous
+    if where == "child":
+        assert len(_CountedProcess.started) == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_when_the_monitoring_process_dies_the_batches_audit_instead(
+        settings, monkeypatch, django_capture_on_commit_callbacks):
+    if connection.vendor != "postgresql":
+        pytest.skip("the monitoring process serves threaded loads, on Postgres only")
+    settings.ARRIVAL_PROCESS_MIN_BYTES = 0
+    killed = []
+
+    class Dying(arrival.MonitorProcess):
+        def observe(self, rows, stored_before):
+            if not killed:  # killed before the first rows reach it
+                self._child.kill()
+                self._child.wait()
+                killed.append(self._child.returncode)
+            super().observe(rows, stored_before)
+
+    monkeypatch.setattr(arrival, "MonitorProcess", Dying)
+    team = _team_with_rules()
+    rng = random.Random(13)
+    sessions = {f"d-{i}": random_events(rng, rng.randint(1, 50)) for i in range(6)}
+    upload = _upload(team, _interleaved(rng, sessions),
+                     capture=django_capture_on_commit_callbacks)
+
+    assert killed and upload.status == UploadStatus.PARSED
+    run = upload.audit_run
+    run.refresh_from_db()
+    assert run.status == RunStatus.DONE, run.error
+    assert _on_arrival(run) == 0  # every session audited by the batches instead
+    separate = start_audit(team.workspace, None, upload, team.auditor)
+    separate.refresh_from_db()
+    assert stored(run) == stored(separate)
+    assert len(stored(run)) == len(sessions) * (len(RULES) + 1)
 
 
 @pytest.mark.django_db

@@ -1,0 +1,254 @@
+"""Monitoring an upload's sessions while their events arrive (no Django).
+
+``ArrivalMonitor`` labels and monitors rows in the order a load commits them and, at the end,
+gives each session's results as an audit stores them.  ``studio.audits.arrival`` decides which
+sessions that is exact for and stores the results; this module only follows the rows.
+
+A big upload's monitoring runs in a child process (``MonitorProcess``; this module is its
+program: ``python -m studio.monitor.arrival``).  Parsing, checking and writing the rows already
+keep one core busy in the uploading process, and Python runs one thread at a time: in a process
+of its own, labelling and monitoring use the machine's other core instead of taking turns with
+the parser.  The child reads messages as soon as they come (a thread of its own), so the writer
+never waits for it; it exits when its input closes, also when its parent was killed.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import queue
+import struct
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from studio.labeling import Labeling, make_labeler
+from studio.logic.events import monitor_event
+
+from .fast import FastSessionMonitor
+from .results import StoredResult, WitnessText, session_results
+from .session import RuleSet
+
+# Sessions monitored at once; a session opened beyond it is left to the audit's batches, which
+# bounds memory.
+MAX_OPEN_SESSIONS = 20_000
+
+
+@dataclass
+class _Open:
+    """A session being monitored: its monitor, the last event (``prev``) and its steps."""
+
+    monitor: FastSessionMonitor
+    previous: dict | None = None
+    steps: list = field(default_factory=list)
+
+
+class ArrivalMonitor:
+    """Follows committed rows ``(session id, step, lifeline, input, output, data, labels)``.
+
+    A session is followed only while it is sure to give what an audit of its stored events
+    gives: it had no events before its first rows here, and its steps come in increasing order.
+    Any other session is dropped (``excluded``) for good."""
+
+    def __init__(self, rules: list[tuple[str, str]], labelers: list[dict]):
+        self.ruleset = RuleSet(rules)
+        self.labeling = Labeling([make_labeler(d["kind"], d["atom"], d["config"])
+                                  for d in labelers])
+        self.open: dict[int, _Open] = {}
+        self.excluded: set[int] = set()
+
+    def observe(self, rows: list[tuple], stored_before: dict[int, int | None]) -> None:
+        """Rows just committed, in file order; ``stored_before``: each session's last step
+        stored before them (None when it had none)."""
+        label = self.labeling.label
+        opened = self.open
+        excluded = self.excluded
+        checked: set[int] = set()
+        for session_id, step, lifeline, input, output, data, labels in rows:
+            state = opened.get(session_id)
+            if session_id not in checked:
+                checked.add(session_id)
+                if session_id in excluded:
+                    continue
+                before = stored_before.get(session_id)
+                fits = (before is None and state is None and len(opened) < MAX_OPEN_SESSIONS
+                        ) or (state is not None and state.steps and before == state.steps[-1])
+                if not fits:
+                    self._exclude(session_id)
+                    continue
+                if state is None:
+                    state = opened[session_id] = _Open(
+                        FastSessionMonitor(self.ruleset, witnesses=True))
+            elif state is None:
+                continue  # excluded earlier in these rows
+            if state.steps and step <= state.steps[-1]:
+                self._exclude(session_id)
+                continue
+            event = monitor_event(session_id, step, lifeline, input, output, data, labels)
+            state.monitor.ingest(label(event, state.previous))
+            state.previous = event
+            state.steps.append(step)
+
+    def _exclude(self, session_id: int) -> None:
+        self.excluded.add(session_id)
+        self.open.pop(session_id, None)
+
+    def candidates(self, scope: list[int]) -> list[int]:
+        """The sessions of ``scope`` still followed."""
+        return [s for s in scope if s in self.open]
+
+    def results(self, expected: dict[int, int],
+                version_ids: list[int]) -> dict[int, list[StoredResult]]:
+        """The results of the followed sessions whose stored step count is still the one given
+        in ``expected`` (session id -> steps stored): nobody else added events meanwhile."""
+        texts = WitnessText()
+        out = {}
+        for session_id, stored_steps in expected.items():
+            state = self.open.get(session_id)
+            if state is None or len(state.steps) != stored_steps:
+                continue
+            out[session_id] = session_results(session_id, state.monitor, state.steps,
+                                              version_ids, texts)
+        return out
+
+
+# ---------------------------------------------------------------------------------------------
+# The child process.  Messages both ways are pickles behind an 8-byte length; the child only
+# ever unpickles what its own parent wrote to its input.
+
+_LENGTH = struct.Struct(">Q")
+
+
+class ArrivalFailed(Exception):
+    """The child process failed or went away; its message says why."""
+
+
+def _write(stream, message) -> None:
+    payload = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(_LENGTH.pack(len(payload)))
+    stream.write(payload)
+    stream.flush()
+
+
+def _read(stream):
+    """The next message, or None at the end of the stream."""
+    head = stream.read(_LENGTH.size)
+    if len(head) < _LENGTH.size:
+        return None
+    (size,) = _LENGTH.unpack(head)
+    payload = stream.read(size)
+    if len(payload) < size:
+        return None
+    return pickle.loads(payload)
+
+
+class MonitorProcess:
+    """An ``ArrivalMonitor`` in a child process, with the same methods.  ``observe`` only
+    sends (the child reads at once, so it does not wait for the monitoring); ``candidates`` and
+    ``results`` wait for the child to have monitored everything sent before them.  Failures of
+    the child surface as ``ArrivalFailed``."""
+
+    def __init__(self, rules: list[tuple[str, str]], labelers: list[dict]):
+        root = str(Path(__file__).resolve().parents[2])
+        python_path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
+        self._child = subprocess.Popen(
+            [sys.executable, "-m", "studio.monitor.arrival"], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, env={**os.environ, "PYTHONPATH": python_path})
+        self._lock = threading.Lock()  # the writing thread sends, the parsing thread asks
+        self._send(("start", rules, labelers))
+
+    def _send(self, message) -> None:
+        with self._lock:
+            try:
+                _write(self._child.stdin, message)
+            except (OSError, ValueError) as exc:  # a broken pipe, or closed
+                raise ArrivalFailed(f"the monitoring process went away ({exc})") from None
+
+    def _ask(self, message):
+        self._send(message)
+        answer = _read(self._child.stdout)
+        if answer is None:
+            raise ArrivalFailed("the monitoring process went away "
+                                f"(exit status {self._child.wait()})")
+        kind, value = answer
+        if kind == "failed":
+            raise ArrivalFailed(value)
+        return value
+
+    def observe(self, rows: list[tuple], stored_before: dict[int, int | None]) -> None:
+        self._send(("observe", rows, stored_before))
+
+    def candidates(self, scope: list[int]) -> list[int]:
+        return self._ask(("candidates", scope))
+
+    def results(self, expected: dict[int, int],
+                version_ids: list[int]) -> dict[int, list[StoredResult]]:
+        return self._ask(("results", expected, version_ids))
+
+    def close(self) -> None:
+        """End the child (at once: nothing it holds is needed any more)."""
+        child = self._child
+        try:
+            child.stdin.close()
+        except OSError:
+            pass
+        try:
+            child.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+        child.stdout.close()
+
+
+def _serve(inbox: queue.SimpleQueue, answers) -> None:
+    """The child's work: messages in order from ``inbox``.  After a failure it only answers
+    the questions, each with why it failed."""
+    monitor: ArrivalMonitor | None = None
+    failure: str | None = None
+    while True:
+        message = inbox.get()
+        kind = message[0]
+        if kind in ("candidates", "results"):
+            if failure is not None or monitor is None:
+                _write(answers, ("failed", failure or "the monitoring process was not started"))
+                continue
+            try:
+                value = (monitor.candidates(*message[1:]) if kind == "candidates"
+                         else monitor.results(*message[1:]))
+            except Exception as exc:  # noqa: BLE001 - reported to the parent, which falls back
+                failure = f"{type(exc).__name__}: {exc}"
+                _write(answers, ("failed", failure))
+                continue
+            _write(answers, ("ok", value))
+            continue
+        if failure is not None:
+            continue
+        try:
+            if kind == "start":
+                monitor = ArrivalMonitor(*message[1:])
+            elif kind == "observe" and monitor is not None:
+                monitor.observe(*message[1:])
+        except Exception as exc:  # noqa: BLE001 - reported when the parent asks
+            failure = f"{type(exc).__name__}: {exc}"
+
+
+def main() -> None:
+    incoming, answers = sys.stdin.buffer, sys.stdout.buffer
+    sys.stdout = sys.stderr  # nothing but answers on the answer stream
+    inbox: queue.SimpleQueue = queue.SimpleQueue()
+
+    def read_all() -> None:
+        # Read as fast as the parent writes, so it never waits for the monitoring; at the end
+        # of the input (the parent closed it, or died) there is nobody left to answer.
+        while (message := _read(incoming)) is not None:
+            inbox.put(message)
+        os._exit(0)
+
+    threading.Thread(target=read_all, daemon=True).start()
+    _serve(inbox, answers)
+
+
+if __name__ == "__main__":
+    main()
