@@ -15,7 +15,9 @@ The script owns the database ``studio_bench_pipeline`` (dropped and created agai
 migrated).  Everything is generated, seeded, before any timer starts:
 
 * **baseline, bare COPY**: the events, already serialised, COPYed into ``traces_event`` in one
-  transaction (psycopg 3 ``cursor.copy`` + ``write_row``), the table's indexes included;
+  transaction (psycopg 3 ``cursor.copy`` + ``write_row``), the table's indexes included, each
+  row with the columns an upload gives it (its session, workspace and upload, whose foreign keys
+  Postgres checks at commit);
 * **audit**: ``studio.audits.services.start_audit`` over every session with the 20 rules of
   ``bench.workloads.RULES_20`` until the run is done - planning, streaming the events from
   Postgres, labelling, monitoring, and storing results, violations and witnesses (COPY).  With
@@ -148,8 +150,12 @@ def make_workspace(args, slug: str):
 
 def copy_rows(workspace, events_by_session: list[list[dict]]) -> tuple[list[int], list[tuple]]:
     """Sessions created (untimed) and the event rows, serialised, ready for COPY."""
-    from studio.traces.models import TraceSession
+    from studio.traces.models import TraceSession, Upload, UploadStatus
 
+    # The rows as an upload stores them: each names its upload (a column with a foreign key,
+    # checked at commit like the session's and the workspace's).
+    upload = Upload.objects.create(workspace=workspace, filename="bare-copy.jsonl",
+                                   format="jsonl", sha256="0" * 64, status=UploadStatus.PARSED)
     sessions = TraceSession.objects.bulk_create(
         [TraceSession(workspace=workspace, external_id=f"s{i:05d}", steps=len(events))
          for i, events in enumerate(events_by_session)])
@@ -157,13 +163,14 @@ def copy_rows(workspace, events_by_session: list[list[dict]]) -> tuple[list[int]
     rows = []
     for session, events in zip(sessions, events_by_session):
         for step, e in enumerate(events):
-            rows.append((workspace.id, session.id, step, "upload", e["lifeline"], None,
-                         dumps(e["output"]), dumps(e["data"]), dumps(e["labels"]), "", "", ""))
+            rows.append((workspace.id, session.id, upload.id, step, "upload", e["lifeline"],
+                         None, dumps(e["output"]), dumps(e["data"]), dumps(e["labels"]), "",
+                         "", ""))
     return [s.id for s in sessions], rows
 
 
-COPY_SQL = ("COPY traces_event (workspace_id, session_id, step, source, lifeline, input, output,"
-            " data, labels, message_id, message_peer, message_kind) FROM STDIN")
+COPY_SQL = ("COPY traces_event (workspace_id, session_id, upload_id, step, source, lifeline,"
+            " input, output, data, labels, message_id, message_peer, message_kind) FROM STDIN")
 
 
 def bare_copy(rows: list[tuple]) -> float:

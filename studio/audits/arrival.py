@@ -46,6 +46,7 @@ from studio.monitor.arrival import ArrivalFailed, ArrivalMonitor, MonitorProcess
 from studio.rules.models import RuleSet
 from studio.rules.monitoring import approved_versions, labeler_snapshot
 from studio.traces.models import TraceSession, Upload
+from studio.traces.services import CommittedRows
 from studio.workspaces.services import record
 
 from . import services
@@ -100,10 +101,9 @@ class ArrivalAudit:
 
     # -- the writer's side ------------------------------------------------------------------------
 
-    def observe(self, rows: list[tuple], stored_before: dict[int, int | None]) -> None:
-        """Rows ``(session_id, step, lifeline, input, output, data, labels)`` just committed, in
-        file order; ``stored_before``: each session's last step stored before them (None when it
-        had none)."""
+    def observe(self, rows: CommittedRows, stored_before: dict[int, int | None]) -> None:
+        """Rows just committed, in file order; ``stored_before``: each session's last step
+        stored before them (None when it had none)."""
         if self._waiting is None:
             self._guarded(rows, stored_before)
         else:
@@ -121,11 +121,15 @@ class ArrivalAudit:
                 return
             self._guarded(rows, stored_before)
 
-    def _guarded(self, rows: list[tuple], stored_before: dict[int, int | None]) -> None:
+    def _guarded(self, rows: CommittedRows, stored_before: dict[int, int | None]) -> None:
         if self.failure is not None:
             return
         try:
-            self.monitor.observe(rows, stored_before)
+            if self.in_child and rows.copy_text is not None:
+                # The text the rows went in with: nothing to build, and the child reads it.
+                self.monitor.observe_copy_text(rows.copy_text, stored_before)
+            else:
+                self.monitor.observe(rows.tuples(), stored_before)
         except Exception as exc:  # noqa: BLE001 - the sessions are audited afterwards
             log.exception("upload %s: monitoring on arrival failed", self.upload.pk)
             self.failure = exc

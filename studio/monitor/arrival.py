@@ -180,6 +180,11 @@ class MonitorProcess:
     def observe(self, rows: list[tuple], stored_before: dict[int, int | None]) -> None:
         self._send(("observe", rows, stored_before))
 
+    def observe_copy_text(self, text: str, stored_before: dict[int, int | None]) -> None:
+        """``observe`` of the rows of an upload's direct COPY text (``studio.traces.copytext``),
+        which the child reads itself."""
+        self._send(("observe_copy_text", text.encode("utf-8", "surrogatepass"), stored_before))
+
     def candidates(self, scope: list[int]) -> list[int]:
         return self._ask(("candidates", scope))
 
@@ -230,6 +235,13 @@ def _serve(inbox: queue.SimpleQueue, answers) -> None:
                 monitor = ArrivalMonitor(*message[1:])
             elif kind == "observe" and monitor is not None:
                 monitor.observe(*message[1:])
+            elif kind == "observe_copy_text" and monitor is not None:
+                # The COPY layout belongs to the loader; the module is plain Python too.
+                from studio.traces.copytext import monitor_rows
+
+                text, stored_before = message[1:]
+                monitor.observe(monitor_rows(text.decode("utf-8", "surrogatepass")),
+                                stored_before)
         except Exception as exc:  # noqa: BLE001 - reported when the parent asks
             failure = f"{type(exc).__name__}: {exc}"
 

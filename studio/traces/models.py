@@ -5,8 +5,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from studio.workspaces.models import Workspace
 from studio.logic.events import monitor_event  # noqa: F401 - the event as rules read it, re-exported
+from studio.workspaces.models import Workspace
 
 
 class UploadFormat(models.TextChoices):

@@ -51,6 +51,7 @@ from studio.workspaces.models import Workspace
 from studio.workspaces.services import record
 
 from . import formats
+from .copytext import DIRECT_COLUMNS
 from .formats import LineError, OptionsError
 from .models import Event, TraceSession, Upload, UploadError, UploadStatus
 
@@ -384,9 +385,9 @@ class _Batch:
 _NUL_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 _COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
-# The columns of traces_event after session_id and step, in the order of a row's ``tail``.
-TAIL_COLUMNS = ("event_id", "lifeline", "timestamp", "input", "output", "data", "labels",
-                "message_id", "message_peer", "message_kind")
+# The columns of traces_event after session_id, step, workspace_id, upload_id and source, in the
+# order of a row's ``tail``.
+TAIL_COLUMNS = DIRECT_COLUMNS[5:]
 
 
 def _text(value: str | None) -> str:
@@ -554,11 +555,28 @@ class _Background:
             self.thread.join()
 
 
+class CommittedRows:
+    """A batch's rows once committed, for an audit on arrival: as tuples ``(session_id, step,
+    lifeline, input, output, data, labels)`` (``tuples()``, made when asked), and as the COPY
+    text they went in with (``copy_text``, None when they did not go in by one direct COPY)."""
+
+    __slots__ = ("rows", "copy_text")
+
+    def __init__(self, rows: list[_Row], copy_text: str | None):
+        self.rows = rows
+        self.copy_text = copy_text
+
+    def tuples(self) -> list[tuple]:
+        return [(r.session_id, r.step, r.event["lifeline"] or "", r.event["input"],
+                 r.event["output"], r.event["data"], r.event["labels"]) for r in self.rows]
+
+
 class _Store:
     """Writes one batch in one transaction: events, line errors, counters and checkpoint.
     ``observer`` (an audit on arrival) is shown each batch's stored rows once committed."""
 
     def __init__(self, upload: Upload, observer=None):
+        self.copied: str | None = None
         self.upload = upload
         self.workspace_id = upload.workspace_id
         self.observer = observer
@@ -567,6 +585,7 @@ class _Store:
         pass
 
     def put(self, batch: _Batch) -> None:
+        self.copied = None  # the COPY text of the batch's rows, when they went in directly
         with transaction.atomic():
             if connection.vendor == "postgresql":
                 # Asynchronous commit: a crash may lose the last batches, but never part of one,
@@ -595,10 +614,7 @@ class _Store:
                 events_stored=F("events_stored") + len(stored),
                 items_done=batch.start + len(batch.items), bytes_read=batch.position)
         if self.observer is not None and stored:
-            self.observer.observe(
-                [(r.session_id, r.step, r.event["lifeline"] or "", r.event["input"],
-                  r.event["output"], r.event["data"], r.event["labels"]) for r in stored],
-                before)
+            self.observer.observe(CommittedRows(stored, self.copied), before)
 
     # -- one batch -----------------------------------------------------------------------------
 
@@ -677,13 +693,13 @@ class _Store:
         table = Event._meta.db_table
         if direct and DIRECT_COPY:
             head = f"{self.workspace_id}\t{self.upload.pk}\t{SOURCE}\t"
-            columns = ", ".join(("session_id", "step", "workspace_id", "upload_id", "source",
-                                 *TAIL_COLUMNS))
+            columns = ", ".join(DIRECT_COLUMNS)
+            text = "".join([f"{r.session_id}\t{r.step}\t{head}{r.tail}\n" for r in rows])
             try:
                 with transaction.atomic(), connection.cursor() as cursor, \
                         cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
-                    copy.write("".join([f"{r.session_id}\t{r.step}\t{head}{r.tail}\n"
-                                        for r in rows]))
+                    copy.write(text)
+                self.copied = text
                 return {}
             except IntegrityError:
                 pass  # a concurrent writer got there first: the staged load names the clashes

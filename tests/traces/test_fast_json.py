@@ -160,3 +160,30 @@ def test_an_event_is_written_for_copy_as_before_or_refused_for_the_same_reason(e
             assert same(json.loads(a.replace("\\\\", "\\")), json.loads(b.replace("\\\\", "\\")))
         else:
             assert a == b
+
+
+@settings(max_examples=400)
+@given(st.fixed_dictionaries({
+    "session": odd_text, "event_id": names, "lifeline": names, "timestamp": names,
+    "input": values | odd_text, "output": values | odd_text,
+    "data": st.dictionaries(odd_text, values | odd_text, max_size=3),
+    "labels": st.none() | st.lists(odd_text, max_size=3),
+    "message": st.none() | st.fixed_dictionaries({"id": names, "peer": names,
+                                                  "kind": st.sampled_from(["send", "receive"])}),
+}), st.integers(min_value=1, max_value=2**62), st.integers(min_value=0, max_value=2**31 - 1))
+def test_the_copy_text_reads_back_as_the_rows_an_arrival_audit_observes(event, session_id, step):
+    """What a child process monitoring on arrival reads from the COPY text is what the loading
+    process would have handed it (``CommittedRows.tuples``)."""
+    from studio.traces.copytext import monitor_rows
+    from studio.traces.services import CommittedRows, _Row, _serialise
+
+    tail, problem = _serialise(event)
+    if problem:
+        return
+    row = _Row(0, 1, event["session"], step, event, tail, session_id)
+    text = f"{session_id}\t{step}\t7\t9\tupload\t{tail}\n"
+    got = monitor_rows(text + text)
+    expected = CommittedRows([row, row], text).tuples()
+    assert len(got) == 2
+    for got_row, expected_row in zip(got, expected):
+        assert all(same(a, b) for a, b in zip(got_row, expected_row)), (got_row, expected_row)

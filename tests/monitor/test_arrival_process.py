@@ -1,0 +1,122 @@
+"""The audit on arrival's monitor (studio.monitor.arrival), without a database: the child process
+gives exactly what the same monitor gives in this process, and its failures are reported."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from studio.monitor.arrival import ArrivalFailed, ArrivalMonitor, MonitorProcess
+
+RULES = [
+    ("big_then_approved", "G(big -> F approved)"),
+    ("consent_first", "!tool_call:pay W consent"),
+    ("increase_approved", "G(data.amount > prev(data.amount) -> F approved)"),
+    ("error_retry", "G(error -> X retry)"),
+    ("logs_out", "F logout"),
+]
+LABELERS = [
+    {"kind": "field", "atom": "big", "config": {"path": "data.amount", "op": ">", "value": 900}},
+    {"kind": "regex", "atom": "consent", "config": {"path": "input", "pattern": "agree"}},
+]
+ATOMS = ["approved", "error", "retry", "logout", "other"]
+
+
+def _batches(seed: int) -> list[tuple[list[tuple], dict]]:
+    """Committed batches of rows for 8 sessions, interleaved; with ``stored_before`` as a load
+    gives it.  Session 5 arrives with a step out of order and session 6 had an event before."""
+    rng = random.Random(seed)
+    last: dict[int, int | None] = {s: None for s in range(1, 9)}
+    last[6] = 0
+    next_step = {s: 0 if s != 6 else 1 for s in last}
+    batches = []
+    for _ in range(6):
+        rows = []
+        before = {}
+        for _ in range(rng.randint(5, 25)):
+            session = rng.randint(1, 8)
+            step = next_step[session]
+            if session == 5 and step == 4:
+                step = 2  # out of order: the session is dropped
+            next_step[session] += 1
+            before.setdefault(session, last[session])
+            amount = rng.choice([10, 500, 950, 2000])
+            output = {"tool": "pay"} if rng.random() < 0.2 else "ok"
+            if output != "ok":
+                output = {"role": "assistant", "tool_calls": [{"name": "pay"}]}
+            rows.append((session, step, "agent", rng.choice(["hi", "I agree", None]), output,
+                         {"amount": amount}, rng.sample(ATOMS, rng.randint(0, 2))))
+        for session, step, *_ in rows:
+            last[session] = max(step, last[session] if last[session] is not None else -1)
+        batches.append((rows, before))
+    return batches
+
+
+def _follow(monitor, batches) -> tuple[list[int], dict]:
+    for rows, before in batches:
+        monitor.observe(rows, before)
+    scope = list(range(1, 10))
+    candidates = monitor.candidates(scope)
+    counts = {s: sum(1 for rows, _ in batches for row in rows if row[0] == s)
+              for s in candidates}
+    return candidates, monitor.results(counts, [11, 12, 13, 14, 15])
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_child_process_gives_what_the_monitor_gives_here(seed):
+    batches = _batches(seed)
+    here = _follow(ArrivalMonitor(RULES, LABELERS), batches)
+    child = MonitorProcess(RULES, LABELERS)
+    try:
+        there = _follow(child, batches)
+    finally:
+        child.close()
+    assert here == there
+    candidates, results = here
+    assert 5 not in candidates and 6 not in candidates  # out of order; stored before
+    assert set(results) == set(candidates) and len(candidates) >= 4
+    assert any(r.verdict == "violated" for rs in results.values() for r in rs)
+
+
+def test_a_session_with_events_stored_meanwhile_gets_no_results():
+    batches = _batches(4)
+    monitor = ArrivalMonitor(RULES, LABELERS)
+    for rows, before in batches:
+        monitor.observe(rows, before)
+    candidates = monitor.candidates(list(range(1, 10)))
+    counts = {s: sum(1 for rows, _ in batches for row in rows if row[0] == s) for s in candidates}
+    counts[candidates[0]] += 1  # another writer added an event
+    assert set(monitor.results(counts, [1, 2, 3, 4, 5])) == set(candidates[1:])
+
+
+def test_a_failure_in_the_child_is_reported_when_asked():
+    child = MonitorProcess(RULES, LABELERS)
+    try:
+        child.observe([("not a row",)], {})  # cannot be unpacked: the child records why
+        with pytest.raises(ArrivalFailed, match="ValueError"):
+            child.candidates([1])
+    finally:
+        child.close()
+
+
+def test_a_child_that_cannot_start_its_rules_says_so():
+    child = MonitorProcess([("bad", "G(")], [])
+    try:
+        with pytest.raises(ArrivalFailed):
+            child.candidates([1])
+    finally:
+        child.close()
+
+
+def test_a_dead_child_is_reported_and_closing_ends_it():
+    child = MonitorProcess(RULES, LABELERS)
+    child._child.kill()
+    child._child.wait()
+    with pytest.raises(ArrivalFailed, match="went away"):
+        child.observe([], {})
+        child.candidates([1])
+    child.close()
+    running = MonitorProcess(RULES, LABELERS)
+    running.close()
+    assert running._child.returncode == 0  # it saw its input end and left
