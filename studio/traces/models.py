@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from studio.logic.events import monitor_event  # noqa: F401 - the event as rules read it, re-exported
+from studio.logic.events import monitor_event  # noqa: F401 - re-exported: the event rules read
 from studio.workspaces.models import Workspace
 
 
