@@ -134,17 +134,18 @@ def reference_serialise(event: dict):
 odd_text = st.lists(st.sampled_from(["a", "é", "\\", "\t", "\n", "\r", "\x00", "\ud800",
                                      "\udc00", "😀", '"', "u0000"]), max_size=6).map("".join)
 names = st.none() | odd_text
-
-
-@settings(max_examples=500)
-@given(st.fixed_dictionaries({
+events = st.fixed_dictionaries({
     "session": odd_text, "event_id": names, "lifeline": names, "timestamp": names,
     "input": values | odd_text, "output": values | odd_text,
     "data": st.dictionaries(odd_text, values | odd_text, max_size=3),
     "labels": st.none() | st.lists(odd_text, max_size=3),
     "message": st.none() | st.fixed_dictionaries({"id": names, "peer": names,
                                                   "kind": st.sampled_from(["send", "receive"])}),
-}))
+})
+
+
+@settings(max_examples=500)
+@given(events)
 def test_an_event_is_written_for_copy_as_before_or_refused_for_the_same_reason(event):
     from studio.traces.services import _serialise
 
@@ -163,14 +164,8 @@ def test_an_event_is_written_for_copy_as_before_or_refused_for_the_same_reason(e
 
 
 @settings(max_examples=400)
-@given(st.fixed_dictionaries({
-    "session": odd_text, "event_id": names, "lifeline": names, "timestamp": names,
-    "input": values | odd_text, "output": values | odd_text,
-    "data": st.dictionaries(odd_text, values | odd_text, max_size=3),
-    "labels": st.none() | st.lists(odd_text, max_size=3),
-    "message": st.none() | st.fixed_dictionaries({"id": names, "peer": names,
-                                                  "kind": st.sampled_from(["send", "receive"])}),
-}), st.integers(min_value=1, max_value=2**62), st.integers(min_value=0, max_value=2**31 - 1))
+@given(events, st.integers(min_value=1, max_value=2**62),
+       st.integers(min_value=0, max_value=2**31 - 1))
 def test_the_copy_text_reads_back_as_the_rows_an_arrival_audit_observes(event, session_id, step):
     """What a child process monitoring on arrival reads from the COPY text is what the loading
     process would have handed it (``CommittedRows.tuples``)."""
