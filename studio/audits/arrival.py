@@ -44,7 +44,7 @@ from studio.logic.parser import FormulaSyntaxError
 from studio.monitor import RuleError
 from studio.monitor.arrival import ArrivalFailed, ArrivalMonitor, MonitorProcess
 from studio.rules.models import RuleSet
-from studio.rules.monitoring import approved_versions, labeler_snapshot
+from studio.rules.monitoring import approved_versions, labeler_snapshot, rule_pairs
 from studio.traces.models import TraceSession, Upload
 from studio.traces.services import CommittedRows
 from studio.workspaces.services import record
@@ -65,7 +65,7 @@ class ArrivalAudit:
         self.versions = versions
         self.snapshot = snapshot
         self.version_ids = [v.id for v in versions]
-        rules = [(v.rule.name, v.formula) for v in versions]
+        rules = rule_pairs(versions)
         # Built here in any case: it checks the rules and labelers before the load begins.
         self.monitor: ArrivalMonitor | MonitorProcess = ArrivalMonitor(rules, snapshot)
         self.batched = bool(self.monitor.labeling.batched_labelers)

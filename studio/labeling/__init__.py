@@ -15,8 +15,10 @@ from .labelers import (
                        Labeling,
                        RegexLabeler,
                        builtin_atoms,
+                       labeling_from_snapshot,
                        make_labeler,
 )
 
 __all__ = ["BUILTIN_PREFIXES", "LABELER_SETTINGS", "FieldLabeler", "LabelerConfigError",
-           "Labeling", "RegexLabeler", "builtin_atoms", "make_labeler"]
+           "Labeling", "RegexLabeler", "builtin_atoms", "labeling_from_snapshot",
+           "make_labeler"]

@@ -207,3 +207,9 @@ class Labeling:
     def label(self, event: Mapping, previous: Mapping | None = None) -> dict:
         """The event with its ``labels`` replaced by the labeling's output."""
         return {**event, "labels": self(event, previous)}
+
+
+def labeling_from_snapshot(snapshot: Iterable[Mapping]) -> Labeling:
+    """The labeling of a workspace's labelers as stored plain data (``{"kind", "atom",
+    "config"}`` each, as an audit run keeps them)."""
+    return Labeling([make_labeler(d["kind"], d["atom"], d["config"]) for d in snapshot])

@@ -24,7 +24,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from studio.labeling import Labeling, make_labeler
+from studio.labeling import labeling_from_snapshot
 from studio.logic.events import monitor_event
 
 from .fast import FastSessionMonitor
@@ -54,8 +54,7 @@ class ArrivalMonitor:
 
     def __init__(self, rules: list[tuple[str, str]], labelers: list[dict]):
         self.ruleset = RuleSet(rules)
-        self.labeling = Labeling([make_labeler(d["kind"], d["atom"], d["config"])
-                                  for d in labelers])
+        self.labeling = labeling_from_snapshot(labelers)
         self.open: dict[int, _Open] = {}
         self.excluded: set[int] = set()
 

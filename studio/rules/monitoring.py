@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from studio.labeling import Labeling, make_labeler
+from studio.labeling import Labeling, labeling_from_snapshot
 from studio.monitor import RuleSet
 
 from .models import Labeler, Rule, RuleVersion, VersionStatus
@@ -18,7 +18,7 @@ def labeler_snapshot(workspace) -> list[dict]:
 
 
 def labeling_from(snapshot: list[dict]) -> Labeling:
-    return Labeling([make_labeler(d["kind"], d["atom"], d["config"]) for d in snapshot])
+    return labeling_from_snapshot(snapshot)
 
 
 def labeling_for(workspace) -> Labeling:
@@ -51,6 +51,11 @@ def live_versions(workspace) -> list[RuleVersion]:
     return sorted(seen.values(), key=lambda v: v.rule.name)
 
 
+def rule_pairs(versions: Iterable[RuleVersion]) -> list[tuple[str, str]]:
+    """``(rule name, formula)`` of each version: what a ``RuleSet`` is built from."""
+    return [(v.rule.name, v.formula) for v in versions]
+
+
 def ruleset_for(versions: Iterable[RuleVersion]) -> RuleSet:
     """Monitors for the given versions, each named by its rule."""
-    return RuleSet([(v.rule.name, v.formula) for v in versions])
+    return RuleSet(rule_pairs(versions))

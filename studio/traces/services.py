@@ -555,6 +555,12 @@ class _Background:
             self.thread.join()
 
 
+def direct_copy_text(rows: list[_Row], workspace_id: int, upload_id: int) -> str:
+    """The rows in COPY text, in the columns of ``DIRECT_COLUMNS`` (``copytext`` reads it)."""
+    head = f"{workspace_id}\t{upload_id}\t{SOURCE}\t"
+    return "".join([f"{r.session_id}\t{r.step}\t{head}{r.tail}\n" for r in rows])
+
+
 class CommittedRows:
     """A batch's rows once committed, for an audit on arrival: as tuples ``(session_id, step,
     lifeline, input, output, data, labels)`` (``tuples()``, made when asked), and as the COPY
@@ -692,9 +698,8 @@ class _Store:
         """Postgres: COPY; returns the rows that clashed with stored events, by seq."""
         table = Event._meta.db_table
         if direct and DIRECT_COPY:
-            head = f"{self.workspace_id}\t{self.upload.pk}\t{SOURCE}\t"
             columns = ", ".join(DIRECT_COLUMNS)
-            text = "".join([f"{r.session_id}\t{r.step}\t{head}{r.tail}\n" for r in rows])
+            text = direct_copy_text(rows, self.workspace_id, self.upload.pk)
             try:
                 with transaction.atomic(), connection.cursor() as cursor, \
                         cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:

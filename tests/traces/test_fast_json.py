@@ -170,15 +170,16 @@ def test_the_copy_text_reads_back_as_the_rows_an_arrival_audit_observes(event, s
     """What a child process monitoring on arrival reads from the COPY text is what the loading
     process would have handed it (``CommittedRows.tuples``)."""
     from studio.traces.copytext import monitor_rows
-    from studio.traces.services import CommittedRows, _Row, _serialise
+    from studio.traces.services import CommittedRows, _Row, _serialise, direct_copy_text
 
     tail, problem = _serialise(event)
     if problem:
         return
-    row = _Row(0, 1, event["session"], step, event, tail, session_id)
-    text = f"{session_id}\t{step}\t7\t9\tupload\t{tail}\n"
-    got = monitor_rows(text + text)
-    expected = CommittedRows([row, row], text).tuples()
+    rows = [_Row(0, 1, event["session"], step, event, tail, session_id),
+            _Row(1, 2, event["session"], step + 1, event, tail, session_id)]
+    text = direct_copy_text(rows, 7, 9)
+    got = monitor_rows(text)
+    expected = CommittedRows(rows, text).tuples()
     assert len(got) == 2
     for got_row, expected_row in zip(got, expected):
         assert all(same(a, b) for a, b in zip(got_row, expected_row)), (got_row, expected_row)
