@@ -26,12 +26,14 @@ import subprocess
 import sys
 import time
 import uuid
+from datetime import timedelta
 from pathlib import Path
 from urllib.parse import quote
 
 import pytest
 from django.db import connection
 from django.test.utils import override_settings
+from django.utils import timezone
 
 from studio.audits import services
 from studio.audits.models import (
@@ -219,9 +221,13 @@ def test_a_worker_killed_mid_audit_and_the_audit_still_completes_identically(tmp
         assert run.batches_total == SESSIONS // BATCH_SIZE
 
         def mid_audit():
+            # Part-way through, with a batch that started a moment ago: a batch takes a tenth of
+            # a second or more, so the kill lands inside it, not as it commits.
             run.refresh_from_db()
-            running = run.batches.filter(status=BatchStatus.RUNNING).exists()
-            return 3 <= run.batches_done <= run.batches_total - 4 and running
+            just_started = run.batches.filter(
+                status=BatchStatus.RUNNING,
+                started_at__gte=timezone.now() - timedelta(milliseconds=40)).exists()
+            return 3 <= run.batches_done <= run.batches_total - 4 and just_started
 
         _wait(mid_audit, 120, "the first worker to be part-way through the audit", workers,
               interval=0.02)
