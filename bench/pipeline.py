@@ -9,6 +9,8 @@ Run from the repository root::
     .venv/bin/python -m bench.pipeline --profile       # + where a batch's time goes, and cProfile
     .venv/bin/python -m bench.pipeline --upload        # + upload with audit on arrival, end to end
     .venv/bin/python -m bench.pipeline --separate      # + upload, then an audit once parsed
+    .venv/bin/python -m bench.pipeline --pairs 3       # + 3 x (bare COPY, upload with audit on
+                                                       # arrival) back to back: median ratio
     .venv/bin/python -m bench.pipeline --json out.json # the figures as JSON too ('-' for stdout)
 
 The script owns the database ``studio_bench_pipeline`` (dropped and created again, then
@@ -51,6 +53,7 @@ import pstats
 import random
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -386,6 +389,10 @@ def main(argv=None) -> int:
                              "on arrival, end to end (the issue's goal)")
     parser.add_argument("--separate", action="store_true",
                         help="also time the upload, then an audit started once it is parsed")
+    parser.add_argument("--pairs", type=int, default=0,
+                        help="also time this many back-to-back pairs of a bare COPY and an upload "
+                             "with audit on arrival, and report the median of their ratios (the "
+                             "machine's speed drifts over minutes; a pair shares its minute)")
     parser.add_argument("--json", help="write the figures as JSON to this file ('-': stdout)")
     args = parser.parse_args(argv)
     if args.quick:
@@ -415,7 +422,8 @@ def main(argv=None) -> int:
     counts = result_counts(run)
 
     uploads = {}
-    if args.upload or args.separate:
+    pairs: list[tuple[float, float]] = []  # (bare COPY, upload + audit on arrival), back to back
+    if args.upload or args.separate or args.pairs:
         truncate_events()  # each load starts from an empty table, as the bare COPY does
         with tempfile.TemporaryDirectory() as tmp:
             path = write_log(events, Path(tmp))
@@ -431,6 +439,17 @@ def main(argv=None) -> int:
                         uploads[key] = upload_and_audit(target, path, on_arrival)
                 else:
                     uploads[key] = upload_and_audit(target, path, on_arrival)
+                truncate_events()
+            for i in range(args.pairs):
+                progress(f"pair {i + 1} of {args.pairs}: bare COPY, then upload + audit on arrival")
+                copied = bare_copy(rows)
+                truncate_events()
+                target = make_workspace(args, f"bench-pair-{i + 1}")
+                up = upload_and_audit(target, path, True)
+                if up["on_arrival"] != args.sessions or up["events_stored"] != n:
+                    raise SystemExit(f"pair {i + 1}: {up['on_arrival']} sessions audited on "
+                                     f"arrival, {up['events_stored']} events stored")
+                pairs.append((copied, up["upload"] + up["audit"]))
                 truncate_events()
 
     # The COPY again, after the rest (the machine's load varies): the faster of the two counts.
@@ -470,6 +489,18 @@ def main(argv=None) -> int:
         figures[key] = {"upload_s": round(up["upload"], 2), "audit_s": round(up["audit"], 2),
                         "total_s": round(total, 2), "ratio": round(total / copy_time, 2),
                         "audited_on_arrival": up["on_arrival"], "same_counts": same}
+
+    if pairs:
+        median = statistics.median(total / copied for copied, total in pairs)
+        print("  back-to-back pairs (bare COPY, then upload with audit on arrival):")
+        for i, (copied, total) in enumerate(pairs, start=1):
+            print(f"    pair {i}: COPY {copied:6.2f} s, upload + audit {total:6.2f} s, "
+                  f"ratio {total / copied:5.2f}x")
+        print(f"  median ratio of the pairs          {median:5.2f}x  (goal <= 1.5x: "
+              f"{'met' if median <= 1.5 else 'not met'})")
+        figures["pairs"] = [{"copy_s": round(c, 2), "upload_audit_s": round(t, 2),
+                             "ratio": round(t / c, 2)} for c, t in pairs]
+        figures["pairs_median_ratio"] = round(median, 2)
 
     if args.profile:
         progress("profile")

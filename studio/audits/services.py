@@ -44,13 +44,14 @@ from django.db.models import F
 from django.utils import timezone
 
 from studio.api.core import ServiceError
-from studio.labeling import LabelerConfigError, Labeling
+from studio.bulkwork import fewer_collections
+from studio.labeling import LabelerConfigError, Labeling, labeling_from_snapshot
 from studio.labeling.llm import LLMError, config_from_env
 from studio.logic.parser import FormulaSyntaxError
 from studio.monitor import FastSessionMonitor, RuleError, RuleSet, SessionMonitor
 from studio.monitor.results import StoredResult as _Result
 from studio.monitor.results import WitnessText, session_results
-from studio.rules.monitoring import approved_versions, labeler_snapshot, labeling_from, ruleset_for
+from studio.rules.monitoring import approved_versions, labeler_snapshot, ruleset_for
 from studio.traces.formats.base import fast_loads
 from studio.traces.models import Event, TraceSession, UploadStatus
 from studio.traces.models import monitor_event as traces_monitor_event
@@ -114,7 +115,7 @@ def start_audit(workspace, rule_set=None, upload=None, by=None) -> AuditRun:
     snapshot = pinned_labelers(labeler_snapshot(workspace))
     try:  # refuse now what every batch would fail on
         ruleset_for(versions)
-        labeling_from(snapshot)
+        labeling_from_snapshot(snapshot)
     except (RuleError, FormulaSyntaxError, LabelerConfigError, ValueError) as exc:
         raise ServiceError(f"cannot audit with these rules and labelers: {exc}") from None
     return create_run(workspace, rule_set, upload, versions, snapshot, by,
@@ -296,7 +297,8 @@ def prepared_rules(run: AuditRun) -> tuple[RuleSet, Labeling, list[int]]:
            json.dumps(run.labelers, sort_keys=True))
     found = cache.get(key)
     if found is None:
-        found = (ruleset_for(versions), labeling_from(run.labelers), [v.id for v in versions])
+        found = (ruleset_for(versions), labeling_from_snapshot(run.labelers),
+                 [v.id for v in versions])
         cache[key] = found
         while len(cache) > _PREPARED_KEEP:
             cache.popitem(last=False)
@@ -458,7 +460,9 @@ def run_batch(batch_id: int, force: bool = False) -> str:
     try:
         ruleset, labeling, version_ids = prepared_rules(run)
         provenance: list = []
-        results = compute_batch(batch.session_ids, ruleset, labeling, version_ids, provenance)
+        with fewer_collections():
+            results = compute_batch(batch.session_ids, ruleset, labeling, version_ids,
+                                    provenance)
         return _store(batch, results, force, provenance)
     except Exception as exc:
         reason = f"{type(exc).__name__}: {exc}"[:ERROR_LIMIT]

@@ -14,6 +14,7 @@ never waits for it; it exits when its input closes, also when its parent was kil
 
 from __future__ import annotations
 
+import gc
 import os
 import pickle
 import queue
@@ -24,6 +25,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from studio.bulkwork import BULK_THRESHOLDS
 from studio.labeling import labeling_from_snapshot
 from studio.logic.events import monitor_event
 
@@ -126,18 +128,40 @@ class ArrivalFailed(Exception):
 
 def _write(stream, message) -> None:
     payload = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    stream.write(_LENGTH.pack(len(payload)))
-    stream.write(payload)
+    # A raw stream (stdout under PYTHONUNBUFFERED, as in many containers) may take only part of
+    # a write, for instance when a signal interrupts a write to a full pipe: write the rest.
+    for data in (_LENGTH.pack(len(payload)), payload):
+        view = memoryview(data)
+        while view:
+            written = stream.write(view)
+            view = view[len(view) if written is None else written:]
     stream.flush()
+
+
+def _read_exactly(stream, size: int) -> bytes:
+    """``size`` bytes, or fewer only at the end of the stream (a raw stream's read may return
+    part of what is asked)."""
+    data = stream.read(size)
+    if len(data) == size or not data:
+        return data
+    parts = [data]
+    missing = size - len(data)
+    while missing:
+        more = stream.read(missing)
+        if not more:
+            break
+        parts.append(more)
+        missing -= len(more)
+    return b"".join(parts)
 
 
 def _read(stream):
     """The next message, or None at the end of the stream."""
-    head = stream.read(_LENGTH.size)
+    head = _read_exactly(stream, _LENGTH.size)
     if len(head) < _LENGTH.size:
         return None
     (size,) = _LENGTH.unpack(head)
-    payload = stream.read(size)
+    payload = _read_exactly(stream, size)
     if len(payload) < size:
         return None
     return pickle.loads(payload)
@@ -246,6 +270,7 @@ def _serve(inbox: queue.SimpleQueue, answers) -> None:
 
 
 def main() -> None:
+    gc.set_threshold(*BULK_THRESHOLDS)  # this process only ever does bulk work
     incoming, answers = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # nothing but answers on the answer stream
     inbox: queue.SimpleQueue = queue.SimpleQueue()

@@ -13,17 +13,14 @@ from .models import Labeler, Rule, RuleVersion, VersionStatus
 def labeler_snapshot(workspace) -> list[dict]:
     """The workspace's enabled labelers as plain data (an audit run stores this, so every batch
     labels events the same way whatever is edited later)."""
-    return [{"kind": l.kind, "atom": l.atom, "config": l.config}
-            for l in Labeler.objects.filter(workspace=workspace, enabled=True).order_by("atom")]
-
-
-def labeling_from(snapshot: list[dict]) -> Labeling:
-    return labeling_from_snapshot(snapshot)
+    enabled = Labeler.objects.filter(workspace=workspace, enabled=True).order_by("atom")
+    return [{"kind": labeler.kind, "atom": labeler.atom, "config": labeler.config}
+            for labeler in enabled]
 
 
 def labeling_for(workspace) -> Labeling:
     """The workspace's labeling function: event labels, built-in atoms, enabled labelers."""
-    return labeling_from(labeler_snapshot(workspace))
+    return labeling_from_snapshot(labeler_snapshot(workspace))
 
 
 def approved_versions(workspace, rule_set=None) -> list[RuleVersion]:

@@ -47,6 +47,7 @@ from django.db.models import F, OuterRef, Subquery
 from django.utils import timezone
 
 from studio.api.core import Conflict, ServiceError
+from studio.bulkwork import fewer_collections
 from studio.workspaces.models import Workspace
 from studio.workspaces.services import record
 
@@ -322,7 +323,8 @@ def _parse(upload: Upload) -> None:
     threaded = connection.vendor == "postgresql" and not connection.in_atomic_block
     arrival = ArrivalAudit.begin(upload, threaded=threaded)
     try:
-        _load_and_finish(upload, arrival, threaded)
+        with fewer_collections():
+            _load_and_finish(upload, arrival, threaded)
     finally:
         if arrival is not None:
             arrival.close()

@@ -14,9 +14,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from studio.audits.services import monitor_event
+from studio.labeling import labeling_from_snapshot
 from studio.monitor.audit import Audit
 from studio.rules.models import Labeler, Rule, RuleSet, RuleVersion, VersionStatus
-from studio.rules.monitoring import labeler_snapshot, labeling_from
+from studio.rules.monitoring import labeler_snapshot
 from studio.traces.models import Event, TraceSession, Upload, UploadStatus
 from studio.workspaces import services as ws
 from studio.workspaces.models import Role, Workspace
@@ -174,7 +175,7 @@ def offline_audit(team: Team, sessions: dict[str, list[dict]], rules, path,
     """The offline audit (``studio.monitor.audit.Audit``, what ``manage.py audit`` runs) over
     the same events written to a JSONL log at ``path``, each line carrying the labels the
     workspace's labeling gives it (the offline audit reads labels, it does not compute them)."""
-    labeling = labeling_from(labeler_snapshot(team.workspace))
+    labeling = labeling_from_snapshot(labeler_snapshot(team.workspace))
     with open(path, "w", encoding="utf-8") as out:
         for external, events in sessions.items():
             previous = None

@@ -22,6 +22,7 @@ from studio.audits.models import (
     SessionResult,
     ViolationRecord,
 )
+from studio.labeling import labeling_from_snapshot
 from studio.monitor.monitors import label_names
 from studio.rules.models import RuleSet
 from studio.rules.monitoring import ruleset_for
@@ -366,7 +367,7 @@ def test_a_failing_batch_is_retried_then_fails_the_run_with_its_reason(
         raise RuntimeError("disk on fire")
 
     monkeypatch.setattr(services, "compute_batch", broken)
-    for attempt in (1, 2):
+    for _attempt in (1, 2):
         with pytest.raises(services.BatchRetry, match="disk on fire"):
             services.run_batch(batch.id)
     assert services.run_batch(batch.id) == "failed"
@@ -492,7 +493,7 @@ def test_events_out_of_order_are_refused_not_monitored(team, monkeypatch):
     session = add_sessions(team, {"s": [{"labels": []}, {"labels": ["error"]}]})["s"]
     rows = list(services._events([session.id]))
     versions = list(team.workspace.rules.get().versions.all())
-    ruleset, labeling, ids = ruleset_for(versions), services.labeling_from([]), [versions[0].id]
+    ruleset, labeling, ids = ruleset_for(versions), labeling_from_snapshot([]), [versions[0].id]
     monkeypatch.setattr(services, "_events", lambda ids: iter(reversed(rows)))
     with pytest.raises(services.OutOfOrder, match="step 0 came after 1"):
         services.compute_batch([session.id], ruleset, labeling, ids)

@@ -3,11 +3,12 @@ gives exactly what the same monitor gives in this process, and its failures are 
 
 from __future__ import annotations
 
+import io
 import random
 
 import pytest
 
-from studio.monitor.arrival import ArrivalFailed, ArrivalMonitor, MonitorProcess
+from studio.monitor.arrival import ArrivalFailed, ArrivalMonitor, MonitorProcess, _read, _write
 
 RULES = [
     ("big_then_approved", "G(big -> F approved)"),
@@ -120,3 +121,41 @@ def test_a_dead_child_is_reported_and_closing_ends_it():
     running = MonitorProcess(RULES, LABELERS)
     running.close()
     assert running._child.returncode == 0  # it saw its input end and left
+
+
+class _Trickle(io.RawIOBase):
+    """A raw stream that takes and gives at most ``chunk`` bytes a call, as a pipe interrupted
+    by a signal may (stdout is raw under PYTHONUNBUFFERED)."""
+
+    def __init__(self, chunk: int, data: bytes = b""):
+        self.chunk = chunk
+        self.data = bytearray(data)
+
+    def writable(self) -> bool:
+        return True
+
+    def readable(self) -> bool:
+        return True
+
+    def write(self, b) -> int:
+        taken = bytes(b[:self.chunk])
+        self.data += taken
+        return len(taken)
+
+    def read(self, size: int = -1) -> bytes:
+        size = len(self.data) if size < 0 else min(size, self.chunk)
+        out = bytes(self.data[:size])
+        del self.data[:size]
+        return out
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 4096])
+def test_messages_survive_streams_that_move_part_of_a_write_or_read(chunk):
+    message = ("results", {i: ["x" * (i % 97)] * 3 for i in range(2000)})
+    stream = _Trickle(chunk)
+    _write(stream, message)
+    _write(stream, ("ok", None))
+    reader = _Trickle(chunk, bytes(stream.data))
+    assert _read(reader) == message
+    assert _read(reader) == ("ok", None)
+    assert _read(reader) is None  # the end of the stream
