@@ -13,6 +13,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from selenium.common.exceptions import TimeoutException, WebDriverException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ready
 from selenium.webdriver.support.ui import WebDriverWait
@@ -61,9 +62,34 @@ def _sign_in(browser, base: str, who: str) -> None:
     WebDriverWait(browser, 10).until(lambda b: "/accounts/login/" not in b.current_url)
 
 
+# Finding an element and then reading its text are two round trips; a navigation in between
+# makes Chromium answer "Node ... does not belong to the document". One script does both.
+READ_TEXT = "const found = document.querySelector(arguments[0]); return found && found.innerText;"
+
+
 def _wait_for_text(browser, selector: str, text: str, seconds: float = 60) -> None:
-    WebDriverWait(browser, seconds).until(
-        ready.text_to_be_present_in_element((By.CSS_SELECTOR, selector), text))
+    seen = []
+
+    def shows_text(driver) -> bool:
+        try:
+            current = driver.execute_script(READ_TEXT, selector)
+        except WebDriverException:  # the document is being replaced: look again
+            return False
+        seen[:] = [current]
+        return current is not None and text in current
+
+    try:
+        WebDriverWait(browser, seconds).until(shows_text)
+    except TimeoutException:
+        pytest.fail(f"{selector} never showed {text!r} in {seconds} s; last seen: {seen!r}")
+
+
+def _follow(browser, control) -> None:
+    """Click a link or a form's button and wait until the next page has replaced this one, so
+    nothing read afterwards comes from the page being left."""
+    leaving = browser.find_element(By.TAG_NAME, "html")
+    control.click()
+    WebDriverWait(browser, 30).until(ready.staleness_of(leaving))
 
 
 @pytest.fixture
@@ -93,8 +119,9 @@ def test_write_approve_upload_audit_and_open_a_witness(browser, live_server, kit
     _wait_for_text(browser, "#formula-check", "Reads as")
     browser.find_element(By.ID, "id_description").send_keys("Never drop anything.")
     _shot(browser, "rule-editor")
-    browser.find_element(By.XPATH, "//button[normalize-space()='Create draft']").click()
-    browser.find_element(By.XPATH, "//button[normalize-space()='Submit for review']").click()
+    _follow(browser, browser.find_element(By.XPATH, "//button[normalize-space()='Create draft']"))
+    _follow(browser,
+            browser.find_element(By.XPATH, "//button[normalize-space()='Submit for review']"))
     rule = Rule.objects.get(name="no_drop")
     _wait_for_text(browser, "main", "another reviewer must approve")
     assert rule.versions.get().status == VersionStatus.IN_REVIEW
@@ -104,7 +131,7 @@ def test_write_approve_upload_audit_and_open_a_witness(browser, live_server, kit
     browser.get(f"{base}/w/kitchen/rules/{rule.id}/")
     browser.find_element(By.ID, "id_comment").send_keys("Matches the written policy.")
     _shot(browser, "rule-review")
-    browser.find_element(By.XPATH, "//button[normalize-space()='Approve']").click()
+    _follow(browser, browser.find_element(By.XPATH, "//button[normalize-space()='Approve']"))
     _wait_for_text(browser, "main", "Approved")
     assert rule.versions.get().status == VersionStatus.APPROVED
 
@@ -122,27 +149,27 @@ def test_write_approve_upload_audit_and_open_a_witness(browser, live_server, kit
     _shot(browser, "upload")
     # Audit it again by hand; wait for the next page's message before reading its links, or a
     # link of the page being left could be found and go stale.
-    WebDriverWait(browser, 30).until(ready.element_to_be_clickable(
-        (By.XPATH, "//button[normalize-space()='Audit this upload']"))).click()
+    _follow(browser, WebDriverWait(browser, 30).until(ready.element_to_be_clickable(
+        (By.XPATH, "//button[normalize-space()='Audit this upload']"))))
     _wait_for_text(browser, "ul.messages", "started")
     reports = browser.find_elements(By.LINK_TEXT, "Read the report")
     assert len(reports) == 2  # the audit on arrival and this one, newest first
-    reports[0].click()
+    _follow(browser, reports[0])
 
     # 4. The report: rules by sessions; sessions that dropped something are violated.
     _wait_for_text(browser, "main", "no_drop")
     _shot(browser, "audit-report")
-    browser.find_element(By.LINK_TEXT, "sessions with a violation").click()
+    _follow(browser, browser.find_element(By.LINK_TEXT, "sessions with a violation"))
     sessions = browser.find_elements(By.CSS_SELECTOR, "table.matrix tbody th a")
     names = [s.text for s in sessions]
     assert any("extra_drop" in name for name in names), names
     target = next(s for s in sessions if "extra_drop" in s.text)
-    target.click()
+    _follow(browser, target)
 
     # 5. The session: lanes, the timeline, and the violation's witness highlighted.
     _wait_for_text(browser, "main", "no_drop")
     violation = browser.find_element(By.CSS_SELECTOR, "a[href*='violation=']")
-    violation.click()
+    _follow(browser, violation)
     witness_rows = WebDriverWait(browser, 10).until(
         lambda b: b.find_elements(By.CSS_SELECTOR, "tr.is-witness"))
     assert witness_rows
