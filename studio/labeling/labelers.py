@@ -39,35 +39,39 @@ def checked_path(path: Any, example: str) -> str:
     return path
 
 
-def _tool_names(output: Any) -> list[str]:
-    if isinstance(output, Mapping):
-        names = []
-        tool = output.get("tool") or output.get("name")
-        if isinstance(tool, str) and tool:
-            names.append(tool)
-        calls = output.get("tool_calls")
-        if isinstance(calls, list):  # OpenAI style: [{"function": {"name": ...}}]
-            for call in calls:
-                if isinstance(call, Mapping):
-                    fn = call.get("function")
-                    name = fn.get("name") if isinstance(fn, Mapping) else call.get("name")
-                    if isinstance(name, str) and name:
-                        names.append(name)
-        return names
-    return []
+def _tool_names(output: Mapping) -> list[str]:
+    names = []
+    tool = output.get("tool") or output.get("name")
+    if isinstance(tool, str) and tool:
+        names.append(tool)
+    calls = output.get("tool_calls")
+    if isinstance(calls, list):  # OpenAI style: [{"function": {"name": ...}}]
+        for call in calls:
+            if isinstance(call, Mapping):
+                fn = call.get("function")
+                name = fn.get("name") if isinstance(fn, Mapping) else call.get("name")
+                if isinstance(name, str) and name:
+                    names.append(name)
+    return names
+
+
+_NOTHING: Mapping = {}
 
 
 def builtin_atoms(event: Mapping) -> list[str]:
     """``tool_call:NAME`` for each tool the output calls, ``stop_reason:R`` and ``role:R`` from
     the event or its data."""
-    atoms = [f"tool_call:{name}" for name in _tool_names(event.get("output"))]
-    data = event.get("data")
-    data = data if isinstance(data, Mapping) else {}
+    # Every audited event passes here: exact dicts (what decoders give) skip the ABC checks.
     output = event.get("output")
-    output = output if isinstance(output, Mapping) else {}
+    if not (type(output) is dict or isinstance(output, Mapping)):
+        output = _NOTHING
+    data = event.get("data")
+    if not (type(data) is dict or isinstance(data, Mapping)):
+        data = _NOTHING
+    atoms = [f"tool_call:{name}" for name in _tool_names(output)] if output else []
     for key in ("stop_reason", "role"):
         value = event.get(key) or data.get(key) or output.get(key)
-        if isinstance(value, str) and value:
+        if value and isinstance(value, str):
             atoms.append(f"{key}:{value}")
     return atoms
 
@@ -193,10 +197,16 @@ class Labeling:
 
     def __call__(self, event: Mapping, previous: Mapping | None = None) -> list[str]:
         given = event.get("labels")
-        atoms = [a for a in given if isinstance(a, str)] if isinstance(given, list) else []
+        atoms = []
+        if isinstance(given, list):
+            for atom in given:
+                if isinstance(atom, str):
+                    atoms.append(atom)
         if self.builtins:
-            atoms.extend(builtin_atoms(event))
-        atoms.extend(labeler.atom for labeler in self.labelers if labeler(event, previous))
+            atoms += builtin_atoms(event)
+        for labeler in self.labelers:
+            if labeler(event, previous):
+                atoms.append(labeler.atom)
         if self.corrections:
             fixes = self.corrections.get((event.get("session"), event.get("step")))
             if fixes:

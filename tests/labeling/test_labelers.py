@@ -1,6 +1,9 @@
 """studio/labeling without a database: built-in atoms, field and regex labelers, and refusals
 that name the setting at fault."""
 
+from collections.abc import Mapping
+from types import MappingProxyType
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -14,6 +17,48 @@ def test_builtin_atoms_of_tool_calls_stop_reasons_and_roles():
     assert sorted(builtin_atoms(event)) == ["role:assistant", "stop_reason:tool_use",
                                             "tool_call:log", "tool_call:send_money"]
     assert builtin_atoms({"output": "plain text"}) == []
+
+
+def _spec_builtin_atoms(event) -> set[str]:
+    """The built-in atoms as documented, written plainly (the oracle)."""
+    def mapping(value):
+        return dict(value) if isinstance(value, Mapping) else {}
+
+    output, data = mapping(event.get("output")), mapping(event.get("data"))
+    atoms = set()
+    for name in (output.get("tool") or output.get("name"),):
+        if isinstance(name, str) and name:
+            atoms.add(f"tool_call:{name}")
+    calls = output.get("tool_calls")
+    for call in calls if isinstance(calls, list) else []:
+        if isinstance(call, Mapping):
+            function = call.get("function")
+            name = (function.get("name") if isinstance(function, Mapping)
+                    else call.get("name"))
+            if isinstance(name, str) and name:
+                atoms.add(f"tool_call:{name}")
+    for key in ("stop_reason", "role"):
+        value = event.get(key) or data.get(key) or output.get(key)
+        if isinstance(value, str) and value:
+            atoms.add(f"{key}:{value}")
+    return atoms
+
+
+_odd = st.one_of(st.none(), st.booleans(), st.integers(-2, 2), st.sampled_from(["", "x", "pay"]))
+_call = st.one_of(_odd, st.fixed_dictionaries({}, optional={
+    "name": _odd, "function": st.one_of(_odd, st.fixed_dictionaries({}, optional={"name": _odd}))}))
+_fields = st.fixed_dictionaries({}, optional={
+    "tool": _odd, "name": _odd, "role": _odd, "stop_reason": _odd,
+    "tool_calls": st.one_of(_odd, st.lists(_call, max_size=3))})
+
+
+@given(st.fixed_dictionaries({}, optional={
+    "output": st.one_of(_odd, _fields, _fields.map(MappingProxyType)),
+    "data": st.one_of(_odd, _fields, _fields.map(MappingProxyType)),
+    "role": _odd, "stop_reason": _odd}))
+def test_builtin_atoms_follow_their_description_for_any_event(event):
+    # Mappings that are not dicts (a read-only proxy) read like dicts.
+    assert set(builtin_atoms(event)) == _spec_builtin_atoms(event)
 
 
 def test_a_field_labeler_compares_the_value_at_its_path():
