@@ -36,7 +36,7 @@ import logging
 import queue
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 
 from studio.api.core import ServiceError
 from studio.labeling import LabelerConfigError
@@ -136,23 +136,38 @@ class ArrivalAudit:
 
     # -- the end -----------------------------------------------------------------------------------
 
-    def results(self, scope: list[int]) -> dict[int, list]:
-        """The stored results of every session of ``scope`` monitored on arrival whose events
-        are still exactly the ones monitored."""
+    def ready(self, scope: list[int]) -> services.Precomputed | None:
+        """The results of every session of ``scope`` monitored on arrival whose events are
+        still exactly the ones monitored, to be stored in the run's first batches; None when
+        the monitoring failed."""
         self.drain()
         if self.failure is not None:
-            return {}
+            return None
         try:
-            candidates = self.monitor.candidates(scope)
-            steps = dict(TraceSession.objects.filter(id__in=candidates)
-                         .values_list("id", "steps"))
-            corrected = set(LabelCorrection.objects.filter(event__session_id__in=candidates)
-                            .values_list("event__session_id", flat=True))
-            expected = {s: steps[s] for s in candidates if s in steps and s not in corrected}
-            return self.monitor.results(expected, self.version_ids)
+            followed = self.monitor.followed(scope)
         except ArrivalFailed as exc:
             log.error("upload %s: monitoring on arrival failed: %s", self.upload.pk, exc)
-            return {}
+            return None
+        steps = dict(TraceSession.objects.filter(id__in=list(followed))
+                     .values_list("id", "steps"))
+        corrected = set(LabelCorrection.objects.filter(event__session_id__in=list(followed))
+                        .values_list("event__session_id", flat=True))
+        ready = [s for s, monitored in followed.items()
+                 if steps.get(s) == monitored and s not in corrected]
+        if isinstance(self.monitor, MonitorProcess) and connection.vendor == "postgresql":
+            return services.Precomputed(ready, self._store_streamed)
+        expected = {s: followed[s] for s in ready}
+        return services.Precomputed.of(self.monitor.results(expected, self.version_ids))
+
+    def _store_streamed(self, batches) -> None:
+        """Store the child's results as COPY texts it makes batch by batch: Postgres loads one
+        batch while the child serialises the next.  ``ArrivalFailed`` if the child fails."""
+        count = len(self.version_ids)
+        ids = iter(services.draw_result_ids(count * sum(len(b.session_ids) for b in batches)))
+        plan = [(b.run_id, b.pk, b.session_ids,
+                 [next(ids) for _ in range(count * len(b.session_ids))]) for b in batches]
+        for texts in self.monitor.result_texts(plan, self.version_ids):
+            services.copy_result_texts(*texts)
 
     def close(self) -> None:
         """Let go of the monitors (and end the child process, if any)."""
@@ -176,10 +191,7 @@ def finish_upload_audit(upload: Upload, arrival: ArrivalAudit | None) -> None:
                 if rule_set is None:
                     raise ServiceError("its rule set was deleted while it loaded")
             if arrival is not None:
-                scope = services.upload_scope(upload)
-                run = services.create_run(
-                    workspace, rule_set, upload, arrival.versions, arrival.snapshot,
-                    upload.uploaded_by, scope, precomputed=arrival.results(scope))
+                run = _run_with_arrival_results(upload, arrival, rule_set)
             else:
                 run = services.start_audit(workspace, rule_set, upload, upload.uploaded_by)
     except ServiceError as exc:
@@ -190,3 +202,20 @@ def finish_upload_audit(upload: Upload, arrival: ArrivalAudit | None) -> None:
         record(workspace, None, "upload.audit_not_started", upload, reason=exc.message)
         return
     Upload.objects.filter(pk=upload.pk).update(audit_run=run)
+
+
+def _run_with_arrival_results(upload: Upload, arrival: ArrivalAudit, rule_set):
+    """The upload's run with the results monitored on arrival stored; if the monitoring
+    process fails while handing them over, the run without them (its batches then audit
+    every session)."""
+    scope = services.upload_scope(upload)
+    arguments = (upload.workspace, rule_set, upload, arrival.versions, arrival.snapshot,
+                 upload.uploaded_by, scope)
+    precomputed = arrival.ready(scope)
+    if precomputed is not None:
+        try:  # create_run's own transaction (a savepoint here) goes back on a failure
+            return services.create_run(*arguments, precomputed=precomputed)
+        except ArrivalFailed as exc:
+            log.error("upload %s: the monitoring process failed handing its results over (%s);"
+                      " its sessions are audited by the run's batches", upload.pk, exc)
+    return services.create_run(*arguments)

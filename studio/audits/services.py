@@ -34,7 +34,7 @@ import json
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from functools import partial
 
@@ -49,8 +49,14 @@ from studio.labeling import LabelerConfigError, Labeling, labeling_from_snapshot
 from studio.labeling.llm import LLMError, config_from_env
 from studio.logic.parser import FormulaSyntaxError
 from studio.monitor import FastSessionMonitor, RuleError, RuleSet, SessionMonitor
+from studio.monitor.results import (
+    RESULT_COLUMNS,
+    VIOLATION_COLUMNS,
+    WitnessText,
+    copy_texts,
+    session_results,
+)
 from studio.monitor.results import StoredResult as _Result
-from studio.monitor.results import WitnessText, session_results
 from studio.rules.monitoring import approved_versions, labeler_snapshot, ruleset_for
 from studio.traces.formats.base import fast_loads
 from studio.traces.models import Event, TraceSession, UploadStatus
@@ -133,15 +139,33 @@ def approved_versions_or_refuse(workspace, rule_set=None, field: str = "rule_set
     return versions
 
 
+class Precomputed:
+    """Results of sessions audited before their run exists (monitored as their upload
+    arrived): the ``sessions`` they cover, and ``store(batches)``, which stores them into the
+    run's batches of those sessions."""
+
+    def __init__(self, sessions, store: Callable[[list[AuditBatch]], None]):
+        self.sessions = set(sessions)
+        self.store = store
+
+    @classmethod
+    def of(cls, results: dict[int, list[_Result]]) -> Precomputed:
+        """Results at hand, by session."""
+        def store(batches: list[AuditBatch]) -> None:
+            for batch in batches:
+                insert_results(batch, [r for s in batch.session_ids for r in results[s]])
+
+        return cls(results, store)
+
+
 def create_run(workspace, rule_set, upload, versions, snapshot: list[dict], by,
-               session_ids: list[int], precomputed: dict[int, list] | None = None) -> AuditRun:
+               session_ids: list[int], precomputed: Precomputed | None = None) -> AuditRun:
     """Create the run, plan its batches and enqueue them after commit.  ``precomputed``: the
-    results of sessions already audited (monitored as their upload arrived), stored at once in
-    batches of their own, done."""
-    precomputed = precomputed or {}
+    results of sessions already audited, stored at once in batches of their own, done."""
+    done = precomputed.sessions if precomputed is not None else set()
     size = max(1, settings.AUDIT_BATCH_SIZE)
-    ready = [s for s in session_ids if s in precomputed]
-    waiting = [s for s in session_ids if s not in precomputed]
+    ready = [s for s in session_ids if s in done]
+    waiting = [s for s in session_ids if s not in done]
     ready_chunks = [ready[i:i + size] for i in range(0, len(ready), size)]
     chunks = ready_chunks + [waiting[i:i + size] for i in range(0, len(waiting), size)]
     now = timezone.now()
@@ -155,9 +179,8 @@ def create_run(workspace, rule_set, upload, versions, snapshot: list[dict], by,
         run.rule_versions.set(versions)
         batches = AuditBatch.objects.bulk_create(
             [AuditBatch(run=run, index=i, session_ids=chunk) for i, chunk in enumerate(chunks)])
-        for batch in batches[:len(ready_chunks)]:
-            insert_results(batch, [r for s in batch.session_ids for r in precomputed[s]])
         if ready_chunks:
+            precomputed.store(batches[:len(ready_chunks)])
             AuditBatch.objects.filter(pk__in=[b.pk for b in batches[:len(ready_chunks)]]).update(
                 status=BatchStatus.DONE, attempts=1, started_at=now, finished_at=now)
         record(workspace, by, "audit.started", run,
@@ -594,28 +617,28 @@ def insert_provenance(batch: AuditBatch, provenance) -> None:
 def _copy(batch: AuditBatch, results: list[_Result]) -> None:
     """Postgres: ids drawn from the sequence, then COPY - several times faster than INSERTs for
     the violation rows, of which a batch may have hundreds of thousands."""
-    results_table = SessionResult._meta.db_table
-    violations_table = ViolationRecord._meta.db_table
-    dumps = json.dumps
+    texts = copy_texts(results, draw_result_ids(len(results)), batch.run_id, batch.pk)
+    copy_result_texts(*texts)
+
+
+def draw_result_ids(count: int) -> list[int]:
+    """Postgres: ``count`` new ids of stored results (violations point at them)."""
+    table = SessionResult._meta.db_table
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT nextval(pg_get_serial_sequence('{results_table}', 'id')) "
-                       "FROM generate_series(1, %s)", [len(results)])
-        ids = [row[0] for row in cursor.fetchall()]
-        with cursor.copy(
-                f"COPY {results_table} (id, run_id, batch_id, session_id, rule_version_id, steps,"
-                " verdict, first_verdict_step, final, residual, violation_count, timeline)"
-                " FROM STDIN") as copy:
-            run_id, batch_id = batch.run_id, batch.pk
-            for result_id, r in zip(ids, results):
-                copy.write_row((result_id, run_id, batch_id, r.session_id, r.version_id, r.steps,
-                                r.verdict, r.first_verdict_step, r.final, r.residual,
-                                len(r.violations), dumps(r.timeline)))
-        if any(r.violations for r in results):
-            with cursor.copy(f"COPY {violations_table} (result_id, trigger, detected, at_end,"
-                             " witness) FROM STDIN") as copy:
-                for result_id, r in zip(ids, results):
-                    for trigger, detected, at_end, witness in r.violations:
-                        copy.write_row((result_id, trigger, detected, at_end, witness))
+        cursor.execute(f"SELECT nextval(pg_get_serial_sequence('{table}', 'id')) "
+                       "FROM generate_series(1, %s)", [count])
+        return [row[0] for row in cursor.fetchall()]
+
+
+def copy_result_texts(results_text: str, violations_text: str) -> None:
+    """Postgres: COPY results and their violations from ``copy_texts``' texts."""
+    with connection.cursor() as cursor:
+        for table, columns, text in (
+                (SessionResult._meta.db_table, RESULT_COLUMNS, results_text),
+                (ViolationRecord._meta.db_table, VIOLATION_COLUMNS, violations_text)):
+            if text:
+                with cursor.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
+                    copy.write(text)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -185,7 +185,7 @@ class Labeling:
         steps in groups (``answers(events)``) before labelling the steps one by one."""
         return [labeler for labeler in self.labelers if getattr(labeler, "batched", False)]
 
-    def corrected(self, corrections: Mapping[tuple, Mapping[str, bool]]) -> "Labeling":
+    def corrected(self, corrections: Mapping[tuple, Mapping[str, bool]]) -> Labeling:
         """The same labeling with ``corrections`` (sharing the labelers, and what they know)."""
         if not corrections and not self.corrections:
             return self

@@ -22,6 +22,7 @@ import struct
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,7 +31,7 @@ from studio.labeling import labeling_from_snapshot
 from studio.logic.events import monitor_event
 
 from .fast import FastSessionMonitor
-from .results import StoredResult, WitnessText, session_results
+from .results import StoredResult, WitnessText, copy_texts, session_results
 from .session import RuleSet
 
 # Sessions monitored at once; a session opened beyond it is left to the audit's batches, which
@@ -96,9 +97,10 @@ class ArrivalMonitor:
         self.excluded.add(session_id)
         self.open.pop(session_id, None)
 
-    def candidates(self, scope: list[int]) -> list[int]:
-        """The sessions of ``scope`` still followed."""
-        return [s for s in scope if s in self.open]
+    def followed(self, scope: list[int]) -> dict[int, int]:
+        """The sessions of ``scope`` still followed, with the number of steps monitored."""
+        opened = self.open
+        return {s: len(opened[s].steps) for s in scope if s in opened}
 
     def results(self, expected: dict[int, int],
                 version_ids: list[int]) -> dict[int, list[StoredResult]]:
@@ -113,6 +115,24 @@ class ArrivalMonitor:
             out[session_id] = session_results(session_id, state.monitor, state.steps,
                                               version_ids, texts)
         return out
+
+    def result_texts(self, plan: list[tuple[int, int, list[int], list[int]]],
+                     version_ids: list[int]) -> Iterator[tuple[bytes, bytes]]:
+        """For each ``(run id, batch id, session ids, result ids)`` of ``plan``, the COPY texts
+        of its sessions' results and their violations (``copy_texts``), as UTF-8: one result
+        per session and rule version, the ids in that order.  Every session must be followed
+        (the caller checked its steps with ``followed``)."""
+        texts = WitnessText()
+        for run_id, batch_id, session_ids, ids in plan:
+            results = []
+            for session_id in session_ids:
+                state = self.open.get(session_id)
+                if state is None:
+                    raise ValueError(f"session {session_id} is not followed")
+                results += session_results(session_id, state.monitor, state.steps, version_ids,
+                                           texts)
+            rows, violations = copy_texts(results, ids, run_id, batch_id)
+            yield rows.encode(), violations.encode()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -169,8 +189,9 @@ def _read(stream):
 
 class MonitorProcess:
     """An ``ArrivalMonitor`` in a child process, with the same methods.  ``observe`` only
-    sends (the child reads at once, so it does not wait for the monitoring); ``candidates`` and
-    ``results`` wait for the child to have monitored everything sent before them.  Failures of
+    sends (the child reads at once, so it does not wait for the monitoring); ``followed``,
+    ``results`` and ``result_texts`` wait for the child to have monitored everything sent
+    before them.  Failures of
     the child surface as ``ArrivalFailed``."""
 
     def __init__(self, rules: list[tuple[str, str]], labelers: list[dict]):
@@ -191,14 +212,7 @@ class MonitorProcess:
 
     def _ask(self, message):
         self._send(message)
-        answer = _read(self._child.stdout)
-        if answer is None:
-            raise ArrivalFailed("the monitoring process went away "
-                                f"(exit status {self._child.wait()})")
-        kind, value = answer
-        if kind == "failed":
-            raise ArrivalFailed(value)
-        return value
+        return self._answer()
 
     def observe(self, rows: list[tuple], stored_before: dict[int, int | None]) -> None:
         self._send(("observe", rows, stored_before))
@@ -208,12 +222,31 @@ class MonitorProcess:
         which the child reads itself."""
         self._send(("observe_copy_text", text.encode("utf-8", "surrogatepass"), stored_before))
 
-    def candidates(self, scope: list[int]) -> list[int]:
-        return self._ask(("candidates", scope))
+    def followed(self, scope: list[int]) -> dict[int, int]:
+        return self._ask(("followed", scope))
 
     def results(self, expected: dict[int, int],
                 version_ids: list[int]) -> dict[int, list[StoredResult]]:
         return self._ask(("results", expected, version_ids))
+
+    def result_texts(self, plan: list[tuple[int, int, list[int], list[int]]],
+                     version_ids: list[int]) -> Iterator[tuple[bytes, bytes]]:
+        """As ``ArrivalMonitor.result_texts``, each batch's texts as the child makes them: the
+        child works on the next batch while the caller stores this one."""
+        self._send(("result_texts", plan, version_ids))
+        for _ in plan:
+            yield self._answer()
+        self._answer()  # the end of the stream
+
+    def _answer(self):
+        answer = _read(self._child.stdout)
+        if answer is None:
+            raise ArrivalFailed("the monitoring process went away "
+                                f"(exit status {self._child.wait()})")
+        kind, value = answer
+        if kind == "failed":
+            raise ArrivalFailed(value)
+        return value
 
     def close(self) -> None:
         """End the child (at once: nothing it holds is needed any more)."""
@@ -238,13 +271,17 @@ def _serve(inbox: queue.SimpleQueue, answers) -> None:
     while True:
         message = inbox.get()
         kind = message[0]
-        if kind in ("candidates", "results"):
+        if kind in ("followed", "results", "result_texts"):
             if failure is not None or monitor is None:
                 _write(answers, ("failed", failure or "the monitoring process was not started"))
                 continue
             try:
-                value = (monitor.candidates(*message[1:]) if kind == "candidates"
-                         else monitor.results(*message[1:]))
+                if kind == "result_texts":  # a stream: each batch's texts, then the end
+                    for texts in monitor.result_texts(*message[1:]):
+                        _write(answers, ("ok", texts))
+                    value = None
+                else:
+                    value = getattr(monitor, kind)(*message[1:])
             except Exception as exc:  # noqa: BLE001 - reported to the parent, which falls back
                 failure = f"{type(exc).__name__}: {exc}"
                 _write(answers, ("failed", failure))

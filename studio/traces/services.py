@@ -48,6 +48,7 @@ from django.utils import timezone
 
 from studio.api.core import Conflict, ServiceError
 from studio.bulkwork import fewer_collections
+from studio.copyformat import text_field
 from studio.workspaces.models import Workspace
 from studio.workspaces.services import record
 
@@ -386,15 +387,11 @@ class _Batch:
 
 _NUL_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
-_COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
 # The columns of traces_event after session_id, step, workspace_id, upload_id and source, in the
 # order of a row's ``tail``.
 TAIL_COLUMNS = DIRECT_COLUMNS[5:]
 
 
-def _text(value: str | None) -> str:
-    """A text value in COPY's text format."""
-    return "\\N" if value is None else value.translate(_COPY_ESCAPES)
 
 
 def _json_text(value: Any) -> str:
@@ -456,7 +453,7 @@ def _serialise(event: dict) -> tuple[str | None, str | None]:
     # JSON text holds no raw control characters: only its backslashes need escaping for COPY.
     json_texts = ["\\N" if t is None else t.replace("\\", "\\\\") for t in texts]
     if _COPY_SPECIAL.search(names_joined):
-        names = [_text(t) for t in names]
+        names = [text_field(t) for t in names]
     else:
         names = ["\\N" if t is None else t for t in names]
     return "\t".join([names[0], names[1], names[2], *json_texts, names[3], names[4],

@@ -138,20 +138,33 @@ def test_an_upload_audited_on_arrival_stores_what_a_separate_audit_stores(
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("when", ["before the rows", "handing its results over"])
 def test_when_the_monitoring_process_dies_the_batches_audit_instead(
-        settings, monkeypatch, django_capture_on_commit_callbacks):
+        when, settings, monkeypatch, django_capture_on_commit_callbacks):
     if connection.vendor != "postgresql":
         pytest.skip("the monitoring process serves threaded loads, on Postgres only")
     settings.ARRIVAL_PROCESS_MIN_BYTES = 0
+    settings.AUDIT_BATCH_SIZE = 2  # results handed over in several batches
     killed = []
 
     class Dying(arrival.MonitorProcess):
+        def _kill(self):
+            self._child.kill()
+            self._child.wait()
+            killed.append(self._child.returncode)
+
         def _send(self, message):
-            if message[0].startswith("observe") and not killed:  # before the first rows
-                self._child.kill()
-                self._child.wait()
-                killed.append(self._child.returncode)
+            if when == "before the rows" and message[0].startswith("observe") and not killed:
+                self._kill()
             super()._send(message)
+
+        def result_texts(self, plan, version_ids):
+            stream = super().result_texts(plan, version_ids)
+            yield next(stream)  # the first batch is stored, then the child dies
+            if when == "handing its results over":
+                self._kill()
+                self._child.stdout.read()  # what it wrote before dying is lost with it
+            yield from stream
 
     monkeypatch.setattr(arrival, "MonitorProcess", Dying)
     team = _team_with_rules()

@@ -8,9 +8,12 @@ import threading
 from datetime import timedelta
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.test.utils import override_settings
 from django.utils import timezone
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
 from studio.api.core import ServiceError
 from studio.audits import services
@@ -26,7 +29,7 @@ from studio.labeling import labeling_from_snapshot
 from studio.monitor.monitors import label_names
 from studio.rules.models import RuleSet
 from studio.rules.monitoring import ruleset_for
-from studio.traces.models import Event
+from studio.traces.models import Event, TraceSession
 from studio.workspaces.models import AuditLogEntry
 
 from .helpers import (
@@ -462,6 +465,41 @@ def test_witness_json_is_plain_json(team, start):
     (violation,) = ViolationRecord.objects.filter(result__run=run)
     assert json.loads(json.dumps(violation.witness)) == [
         {"step": 0, "labels": ["data.amount > 10"], "residual": "F approved"}]
+
+
+_odd_text = st.lists(st.sampled_from(["a", "é", "\\", "\t", "\n", "\r", "\\N", '"', "😀", " "]),
+                     max_size=6).map("".join)
+
+
+@hypothesis_settings(max_examples=25, deadline=None,
+                     suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(
+    _odd_text, st.none() | st.integers(0, 2**31 - 1), _odd_text,
+    st.lists(st.tuples(st.integers(0, 99), st.integers(0, 99), st.booleans(),
+                       st.lists(st.fixed_dictionaries({"step": st.integers(0, 99),
+                                                       "labels": st.lists(_odd_text, max_size=2),
+                                                       "residual": _odd_text}), max_size=2)),
+             max_size=3)), min_size=1, max_size=4))
+def test_stored_results_read_back_as_written_whatever_their_text(team, drawn):
+    """Results and violations go in as COPY text the audit writes itself (no driver row by
+    row): tabs, newlines, backslashes and a literal \\N in residuals and witnesses survive."""
+    with transaction.atomic():  # each example leaves nothing behind
+        versions = [add_rule(team, f"r{i}", "F p") for i in range(len(drawn))]
+        session = TraceSession.objects.get_or_create(workspace=team.workspace, external_id="s")[0]
+        run = AuditRun.objects.create(workspace=team.workspace)
+        batch = AuditBatch.objects.create(run=run, index=0, session_ids=[session.id])
+        results = [services._Result(session.id, version.id, 7, verdict, first, "undecided",
+                                    residual, [[0, "pending"], [3, verdict]],
+                                    [(t, d, e, json.dumps(w)) for t, d, e, w in violations])
+                   for version, (verdict, first, residual, violations) in zip(versions, drawn)]
+        services.insert_results(batch, results)
+        got = [(r.verdict, r.first_verdict_step, r.residual, r.timeline,
+                [(v.trigger, v.detected, v.at_end, v.witness) for v in r.violations.order_by("id")])
+               for r in SessionResult.objects.filter(batch=batch).order_by("id")]
+        assert got == [(verdict, first, residual, [[0, "pending"], [3, verdict]],
+                        [(t, d, e, w) for t, d, e, w in violations])
+                       for verdict, first, residual, violations in drawn]
+        transaction.set_rollback(True)
 
 
 @override_settings(AUDIT_MAX_ATTEMPTS=3)

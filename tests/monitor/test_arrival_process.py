@@ -9,6 +9,7 @@ import random
 import pytest
 
 from studio.monitor.arrival import ArrivalFailed, ArrivalMonitor, MonitorProcess, _read, _write
+from studio.monitor.results import copy_texts
 
 RULES = [
     ("big_then_approved", "G(big -> F approved)"),
@@ -58,9 +59,11 @@ def _follow(monitor, batches) -> tuple[list[int], dict]:
     for rows, before in batches:
         monitor.observe(rows, before)
     scope = list(range(1, 10))
-    candidates = monitor.candidates(scope)
+    followed = monitor.followed(scope)
     counts = {s: sum(1 for rows, _ in batches for row in rows if row[0] == s)
-              for s in candidates}
+              for s in followed}
+    assert followed == counts  # every row of a followed session was monitored
+    candidates = list(followed)
     return candidates, monitor.results(counts, [11, 12, 13, 14, 15])
 
 
@@ -80,12 +83,54 @@ def test_the_child_process_gives_what_the_monitor_gives_here(seed):
     assert any(r.verdict == "violated" for rs in results.values() for r in rs)
 
 
+def _plan(sessions: list[int], versions: int) -> list[tuple]:
+    """Two batches of the sessions, with result ids counting from 1000."""
+    half = len(sessions) // 2
+    ids = iter(range(1000, 1000 + versions * len(sessions)))
+    return [(7, batch_id, part, [next(ids) for _ in range(versions * len(part))])
+            for batch_id, part in ((70, sessions[:half]), (71, sessions[half:]))]
+
+
+def test_result_texts_from_the_child_are_the_copy_texts_of_its_results():
+    batches = _batches(5)
+    versions = [11, 12, 13, 14, 15]
+    here = ArrivalMonitor(RULES, LABELERS)
+    candidates, results = _follow(here, batches)
+    plan = _plan(candidates, len(versions))
+    expected = [tuple(t.encode() for t in copy_texts(
+        [r for s in part for r in results[s]], ids, run_id, batch_id))
+        for run_id, batch_id, part, ids in plan]
+    assert list(here.result_texts(plan, versions)) == expected
+    child = MonitorProcess(RULES, LABELERS)
+    try:
+        _follow(child, batches)
+        assert list(child.result_texts(plan, versions)) == expected
+    finally:
+        child.close()
+    assert any(violations for _, violations in expected)
+
+
+def test_a_child_failing_in_the_middle_of_its_result_texts_says_so():
+    batches = _batches(6)
+    child = MonitorProcess(RULES, LABELERS)
+    try:
+        candidates, _ = _follow(child, batches)
+        plan = _plan(candidates, 5)
+        plan[1] = (7, 71, [*plan[1][2], 999], plan[1][3])  # 999 was never followed
+        texts = child.result_texts(plan, [11, 12, 13, 14, 15])
+        next(texts)  # the first batch's texts came
+        with pytest.raises(ArrivalFailed, match="session 999 is not followed"):
+            next(texts)
+    finally:
+        child.close()
+
+
 def test_a_session_with_events_stored_meanwhile_gets_no_results():
     batches = _batches(4)
     monitor = ArrivalMonitor(RULES, LABELERS)
     for rows, before in batches:
         monitor.observe(rows, before)
-    candidates = monitor.candidates(list(range(1, 10)))
+    candidates = list(monitor.followed(list(range(1, 10))))
     counts = {s: sum(1 for rows, _ in batches for row in rows if row[0] == s) for s in candidates}
     counts[candidates[0]] += 1  # another writer added an event
     assert set(monitor.results(counts, [1, 2, 3, 4, 5])) == set(candidates[1:])
@@ -96,7 +141,7 @@ def test_a_failure_in_the_child_is_reported_when_asked():
     try:
         child.observe([("not a row",)], {})  # cannot be unpacked: the child records why
         with pytest.raises(ArrivalFailed, match="ValueError"):
-            child.candidates([1])
+            child.followed([1])
     finally:
         child.close()
 
@@ -105,7 +150,7 @@ def test_a_child_that_cannot_start_its_rules_says_so():
     child = MonitorProcess([("bad", "G(")], [])
     try:
         with pytest.raises(ArrivalFailed):
-            child.candidates([1])
+            child.followed([1])
     finally:
         child.close()
 
@@ -116,7 +161,7 @@ def test_a_dead_child_is_reported_and_closing_ends_it():
     child._child.wait()
     with pytest.raises(ArrivalFailed, match="went away"):
         child.observe([], {})
-        child.candidates([1])
+        child.followed([1])
     child.close()
     running = MonitorProcess(RULES, LABELERS)
     running.close()

@@ -105,7 +105,11 @@ def test_event_json_is_what_the_json_module_writes_or_its_error(value):
 
 def reference_serialise(event: dict):
     """_serialise as it was before orjson and the joined checks."""
-    from studio.traces.services import _NUL_ESCAPE, _text
+    from studio.traces.services import _NUL_ESCAPE
+
+    def _text(value):  # COPY's text format, as its manual describes it
+        escapes = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+        return "\\N" if value is None else value.translate(escapes)
 
     try:
         texts = [_dumps(event["input"]), _dumps(event["output"]), _dumps(event["data"]),
