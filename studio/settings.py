@@ -34,6 +34,22 @@ def env_bool(name: str, default: bool) -> bool:
     raise ImproperlyConfigured(f"{name} must be true or false, not {os.environ[name]!r}")
 
 
+def env_number(name: str, default: float, kind: type = int, minimum: float = 0):
+    """A number from the environment: a typo or a negative size stops the start with a message
+    naming the variable, rather than a bare ValueError from deep in the settings."""
+    raw = env_str(name).strip()
+    if not raw:
+        return default
+    try:
+        value = kind(raw)
+    except ValueError:
+        what = "a whole number" if kind is int else "a number"
+        raise ImproperlyConfigured(f"{name} must be {what}, not {os.environ[name]!r}") from None
+    if not value >= minimum:  # also refuses nan
+        raise ImproperlyConfigured(f"{name} must be at least {minimum}, not {raw}")
+    return value
+
+
 def env_list(name: str, default: list[str] | None = None) -> list[str]:
     raw = env_str(name)
     if not raw:
@@ -168,15 +184,16 @@ CELERY_TASK_TIME_LIMIT = 30 * 60
 # Redis redelivers an unacknowledged task after the visibility timeout; below the time limit, a
 # still-running task would be started a second time, concurrently. Set wherever Celery reads it.
 # CELERY_VISIBILITY_TIMEOUT (seconds) exists for tests that kill workers and want redelivery soon.
-celery_visibility_timeout = int(env_str("CELERY_VISIBILITY_TIMEOUT", str(60 * 60)))
+celery_visibility_timeout = env_number("CELERY_VISIBILITY_TIMEOUT", 60 * 60, minimum=1)
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": celery_visibility_timeout}
 CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = {"visibility_timeout": celery_visibility_timeout}
 # Redis can still lose a task outright: one popped by a worker that dies before recording it as
 # unacknowledged is never redelivered.  So beat runs a sweeper that enqueues again the batches of
 # audits (and the parses of uploads) that made no progress for AUDIT_STALL_SECONDS - longer than
 # the task time limit, so nothing still running is duplicated.  Duplicates are harmless anyway.
-AUDIT_STALL_SECONDS = int(env_str("AUDIT_STALL_SECONDS", str(CELERY_TASK_TIME_LIMIT + 5 * 60)))
-AUDIT_SWEEP_SECONDS = float(env_str("AUDIT_SWEEP_SECONDS", "60"))
+AUDIT_STALL_SECONDS = env_number("AUDIT_STALL_SECONDS", CELERY_TASK_TIME_LIMIT + 5 * 60,
+                                 minimum=1)
+AUDIT_SWEEP_SECONDS = env_number("AUDIT_SWEEP_SECONDS", 60.0, float, minimum=1)
 CELERY_BEAT_SCHEDULE = {
     "requeue-stalled-work": {"task": "worker.audits.requeue_stalled_work",
                              "schedule": AUDIT_SWEEP_SECONDS},
@@ -186,11 +203,11 @@ CELERY_BEAT_SCHEDULE_FILENAME = env_str("CELERY_BEAT_SCHEDULE_FILENAME",
 
 # How long a server process trusts a token it has verified (revocation reaches other processes
 # within this; 0 looks every token up on every request).
-TOKEN_CACHE_SECONDS = float(env_str("TOKEN_CACHE_SECONDS", "5"))
+TOKEN_CACHE_SECONDS = env_number("TOKEN_CACHE_SECONDS", 5.0, float)
 
 # How long a server process reuses a workspace's live rules and labelers before reading them
 # again (changes made through this process apply at once; 0 reads them on every delivery).
-LIVE_CONTEXT_SECONDS = float(env_str("LIVE_CONTEXT_SECONDS", "2"))
+LIVE_CONTEXT_SECONDS = env_number("LIVE_CONTEXT_SECONDS", 2.0, float)
 
 # Whether a live delivery is answered only once its events are flushed to disk (Postgres
 # synchronous_commit).  Off, the answer comes without waiting for the disk; an operating-system
@@ -199,18 +216,18 @@ LIVE_CONTEXT_SECONDS = float(env_str("LIVE_CONTEXT_SECONDS", "2"))
 LIVE_DURABLE_COMMIT = env_bool("LIVE_DURABLE_COMMIT", True)
 
 # Ingestion limits (RELIABILITY.md 4, 7).
-MAX_REQUEST_BYTES = int(env_str("MAX_REQUEST_BYTES", str(20 * 1024 * 1024)))  # also decompressed
+MAX_REQUEST_BYTES = env_number("MAX_REQUEST_BYTES", 20 * 1024 * 1024, minimum=1)  # also decompressed
 DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_REQUEST_BYTES
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024  # larger uploads spool to disk, never to memory
 UPLOAD_ROOT = Path(env_str("UPLOAD_ROOT", str(BASE_DIR / "var" / "uploads")))
-LIVE_RATE_LIMIT_PER_MINUTE = int(env_str("LIVE_RATE_LIMIT_PER_MINUTE", "6000"))
+LIVE_RATE_LIMIT_PER_MINUTE = env_number("LIVE_RATE_LIMIT_PER_MINUTE", 6000)
 WEBHOOK_TOLERANCE_SECONDS = 300
-AUDIT_BATCH_SIZE = int(env_str("AUDIT_BATCH_SIZE", "200"))
-AUDIT_MAX_ATTEMPTS = int(env_str("AUDIT_MAX_ATTEMPTS", "3"))
+AUDIT_BATCH_SIZE = env_number("AUDIT_BATCH_SIZE", 200, minimum=1)
+AUDIT_MAX_ATTEMPTS = env_number("AUDIT_MAX_ATTEMPTS", 3, minimum=1)
 # An upload audited as it loads, on Postgres, from this size on: its labelling and monitoring
 # run in a child process, on a core of their own (studio.audits.arrival).  Smaller files are
 # monitored in the loading process, where starting a process would cost more than it saves.
-ARRIVAL_PROCESS_MIN_BYTES = int(env_str("ARRIVAL_PROCESS_MIN_BYTES", str(8 * 1024 * 1024)))
+ARRIVAL_PROCESS_MIN_BYTES = env_number("ARRIVAL_PROCESS_MIN_BYTES", 8 * 1024 * 1024)
 
 # Pages: sign-in, and a Content-Security-Policy that allows no inline script or style, so an
 # injected <script> in a log line could not run even if escaping failed (RELIABILITY.md 14).

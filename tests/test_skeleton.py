@@ -67,6 +67,19 @@ def test_production_settings_refuse_to_start_without_a_secret_key():
     assert "SECRET_KEY must be set" in result.stderr
 
 
+@pytest.mark.parametrize("name, value, message", [
+    ("AUDIT_BATCH_SIZE", "2OO", "AUDIT_BATCH_SIZE must be a whole number, not '2OO'"),
+    ("AUDIT_BATCH_SIZE", "0", "AUDIT_BATCH_SIZE must be at least 1, not 0"),
+    ("TOKEN_CACHE_SECONDS", "five", "TOKEN_CACHE_SECONDS must be a number, not 'five'"),
+    ("LIVE_CONTEXT_SECONDS", "nan", "LIVE_CONTEXT_SECONDS must be at least 0, not nan"),
+])
+def test_a_mistyped_number_in_the_environment_stops_the_start_naming_it(name, value, message):
+    result = run_python("import studio.settings", **{name: value})
+
+    assert result.returncode != 0
+    assert f"ImproperlyConfigured: {message}" in result.stderr
+
+
 def test_without_a_broker_tasks_run_in_process_and_raise_there():
     result = run_python(
         "from worker import celery_app as app\n"

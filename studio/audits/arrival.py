@@ -11,8 +11,9 @@ their own: a third busy Python thread would hold the GIL against the writing thr
 get it back at once after each database call to keep the database busy.  When the upload is
 parsed, ``finish_upload_audit`` creates the audit run in the same transaction that marks the
 upload parsed: the batches of sessions monitored on arrival are stored as done, the others are
-planned and enqueued like any audit's batches.  The results are the ones a separate audit of the
-upload would store (tests compare them).
+planned and enqueued like any audit's batches.  A child process hands its results over as the
+COPY text of each batch, which Postgres loads while the child writes the next.  The results are
+the ones a separate audit of the upload would store (tests compare them).
 
 A session is monitored on arrival only when that is sure to give the audit's answer:
 
@@ -36,7 +37,7 @@ import logging
 import queue
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 
 from studio.api.core import ServiceError
 from studio.labeling import LabelerConfigError
@@ -154,7 +155,7 @@ class ArrivalAudit:
                         .values_list("event__session_id", flat=True))
         ready = [s for s, monitored in followed.items()
                  if steps.get(s) == monitored and s not in corrected]
-        if isinstance(self.monitor, MonitorProcess) and connection.vendor == "postgresql":
+        if isinstance(self.monitor, MonitorProcess):  # only for threaded loads: Postgres
             return services.Precomputed(ready, self._store_streamed)
         expected = {s: followed[s] for s in ready}
         return services.Precomputed.of(self.monitor.results(expected, self.version_ids))
