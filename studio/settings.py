@@ -216,7 +216,8 @@ LIVE_CONTEXT_SECONDS = env_number("LIVE_CONTEXT_SECONDS", 2.0, float)
 LIVE_DURABLE_COMMIT = env_bool("LIVE_DURABLE_COMMIT", True)
 
 # Ingestion limits (RELIABILITY.md 4, 7).
-MAX_REQUEST_BYTES = env_number("MAX_REQUEST_BYTES", 20 * 1024 * 1024, minimum=1)  # also decompressed
+# Request bodies, also after decompression.
+MAX_REQUEST_BYTES = env_number("MAX_REQUEST_BYTES", 20 * 1024 * 1024, minimum=1)
 DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_REQUEST_BYTES
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024  # larger uploads spool to disk, never to memory
 UPLOAD_ROOT = Path(env_str("UPLOAD_ROOT", str(BASE_DIR / "var" / "uploads")))

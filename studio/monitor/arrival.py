@@ -18,10 +18,12 @@ import gc
 import os
 import pickle
 import queue
+import select
 import struct
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -158,30 +160,32 @@ def _write(stream, message) -> None:
     stream.flush()
 
 
-def _read_exactly(stream, size: int) -> bytes:
+def _read_exactly(stream, size: int, deadline: float | None = None) -> bytes:
     """``size`` bytes, or fewer only at the end of the stream (a raw stream's read may return
-    part of what is asked)."""
-    data = stream.read(size)
-    if len(data) == size or not data:
-        return data
-    parts = [data]
-    missing = size - len(data)
+    part of what is asked).  With a ``deadline`` (``time.monotonic()``), ``stream`` is a raw
+    pipe, and ``TimeoutError`` comes when nothing more arrives by then."""
+    parts = []
+    missing = size
     while missing:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([stream], [], [], left)[0]:
+                raise TimeoutError
         more = stream.read(missing)
         if not more:
             break
         parts.append(more)
         missing -= len(more)
-    return b"".join(parts)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
-def _read(stream):
+def _read(stream, deadline: float | None = None):
     """The next message, or None at the end of the stream."""
-    head = _read_exactly(stream, _LENGTH.size)
+    head = _read_exactly(stream, _LENGTH.size, deadline)
     if len(head) < _LENGTH.size:
         return None
     (size,) = _LENGTH.unpack(head)
-    payload = _read_exactly(stream, size)
+    payload = _read_exactly(stream, size, deadline)
     if len(payload) < size:
         return None
     return pickle.loads(payload)
@@ -194,16 +198,27 @@ class MonitorProcess:
     before them.  Failures of
     the child surface as ``ArrivalFailed``."""
 
+    program = ["-m", "studio.monitor.arrival"]
+    # How long an answer may take: the child may still be monitoring rows sent before the
+    # question, so the wait grows with them - at a tenth of the child's measured speed.
+    ANSWER_SECONDS = 60.0
+    ANSWER_SECONDS_PER_ROW = 1e-4
+
     def __init__(self, rules: list[tuple[str, str]], labelers: list[dict]):
         root = str(Path(__file__).resolve().parents[2])
         python_path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
+        # Unbuffered pipes: an answer is waited for with select(), which sees only the pipe.
         self._child = subprocess.Popen(
-            [sys.executable, "-m", "studio.monitor.arrival"], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, env={**os.environ, "PYTHONPATH": python_path})
+            [sys.executable, *self.program], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            bufsize=0, env={**os.environ, "PYTHONPATH": python_path})
         self._lock = threading.Lock()  # the writing thread sends, the parsing thread asks
+        self._rows_sent = 0
+        self._broken: str | None = None  # why answers can no longer be read
         self._send(("start", rules, labelers))
 
     def _send(self, message) -> None:
+        if self._broken is not None:
+            raise ArrivalFailed(self._broken)
         with self._lock:
             try:
                 _write(self._child.stdin, message)
@@ -216,11 +231,13 @@ class MonitorProcess:
 
     def observe(self, rows: list[tuple], stored_before: dict[int, int | None]) -> None:
         self._send(("observe", rows, stored_before))
+        self._rows_sent += len(rows)
 
     def observe_copy_text(self, text: str, stored_before: dict[int, int | None]) -> None:
         """``observe`` of the rows of an upload's direct COPY text (``studio.traces.copytext``),
         which the child reads itself."""
         self._send(("observe_copy_text", text.encode("utf-8", "surrogatepass"), stored_before))
+        self._rows_sent += text.count("\n")
 
     def followed(self, scope: list[int]) -> dict[int, int]:
         return self._ask(("followed", scope))
@@ -239,7 +256,13 @@ class MonitorProcess:
         self._answer()  # the end of the stream
 
     def _answer(self):
-        answer = _read(self._child.stdout)
+        wait = self.ANSWER_SECONDS + self.ANSWER_SECONDS_PER_ROW * self._rows_sent
+        try:
+            answer = _read(self._child.stdout, time.monotonic() + wait)
+        except TimeoutError:
+            # A message may be half read: nothing more can be read from this child.
+            self._broken = f"the monitoring process did not answer within {wait:.0f} s"
+            raise ArrivalFailed(self._broken) from None
         if answer is None:
             raise ArrivalFailed("the monitoring process went away "
                                 f"(exit status {self._child.wait()})")

@@ -86,10 +86,20 @@ def _wait_for_text(browser, selector: str, text: str, seconds: float = 60) -> No
 
 def _follow(browser, control) -> None:
     """Click a link or a form's button and wait until the next page has replaced this one, so
-    nothing read afterwards comes from the page being left."""
-    leaving = browser.find_element(By.TAG_NAME, "html")
+    nothing read afterwards comes from the page being left.  The page being left is marked in
+    its window object (a new document starts without the mark): asking an element of it whether
+    it went stale can itself fail in Chromium with the same "does not belong" error."""
+    browser.execute_script("window.studioLeaving = true;")
     control.click()
-    WebDriverWait(browser, 30).until(ready.staleness_of(leaving))
+
+    def arrived(driver) -> bool:
+        try:
+            return driver.execute_script(
+                "return document.readyState !== 'loading' && !window.studioLeaving;")
+        except WebDriverException:  # the document is being replaced: look again
+            return False
+
+    WebDriverWait(browser, 30).until(arrived)
 
 
 @pytest.fixture

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import random
+import time
 
 import pytest
 
@@ -153,6 +154,26 @@ def test_a_child_that_cannot_start_its_rules_says_so():
             child.followed([1])
     finally:
         child.close()
+
+
+def test_a_child_that_never_answers_is_given_up_after_its_time(monkeypatch):
+    class Silent(MonitorProcess):
+        program = ["-c", "import sys; sys.stdin.buffer.read()"]  # reads on, never answers
+        ANSWER_SECONDS = 0.5
+        ANSWER_SECONDS_PER_ROW = 0.01
+
+    child = Silent(RULES, LABELERS)
+    try:
+        child.observe([(1, 0, "", None, None, {}, [])] * 50, {})  # 50 rows: 0.5 s more
+        started = time.monotonic()
+        with pytest.raises(ArrivalFailed, match="did not answer within 1 s"):
+            child.followed([1])
+        assert 0.9 < time.monotonic() - started < 10
+        with pytest.raises(ArrivalFailed, match="did not answer"):  # and nothing after that
+            child.observe([], {})
+    finally:
+        child.close()
+    assert child._child.returncode is not None
 
 
 def test_a_dead_child_is_reported_and_closing_ends_it():
