@@ -195,8 +195,8 @@ class MonitorProcess:
     """An ``ArrivalMonitor`` in a child process, with the same methods.  ``observe`` only
     sends (the child reads at once, so it does not wait for the monitoring); ``followed``,
     ``results`` and ``result_texts`` wait for the child to have monitored everything sent
-    before them.  Failures of
-    the child surface as ``ArrivalFailed``."""
+    before them.  Failures of the child, and an answer that does not come in time, surface as
+    ``ArrivalFailed``."""
 
     program = ["-m", "studio.monitor.arrival"]
     # How long an answer may take: the child may still be monitoring rows sent before the
