@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from studio.copyformat import NULL, text_field
+from studio.copyformat import NULL, json_field, text_field
 
 from .monitors import PENDING, label_names
 from .session import SessionMonitor
@@ -88,11 +88,6 @@ RESULT_COLUMNS = ("id", "run_id", "batch_id", "session_id", "rule_version_id", "
 VIOLATION_COLUMNS = ("result_id", "trigger", "detected", "at_end", "witness")
 
 
-def _json_field(text: str) -> str:
-    # ``json.dumps`` text is ASCII without control characters: only backslashes need escaping.
-    return text.replace("\\", "\\\\") if "\\" in text else text
-
-
 def copy_texts(results: list[StoredResult], ids: list[int], run_id: int,
                batch_id: int) -> tuple[str, str]:
     """The COPY text of ``results`` (``ids``: their row ids, in order) in ``RESULT_COLUMNS``,
@@ -108,8 +103,8 @@ def copy_texts(results: list[StoredResult], ids: list[int], run_id: int,
         lines.append(f"{result_id}\t{run_id}\t{batch_id}\t{r.session_id}\t{r.version_id}\t"
                      f"{r.steps}\t{text_field(r.verdict)}\t{first}\t{text_field(r.final)}\t"
                      f"{text_field(r.residual)}\t{len(r.violations)}\t"
-                     f"{_json_field(dumps(r.timeline))}\n")
+                     f"{json_field(dumps(r.timeline))}\n")
         for trigger, detected, at_end, witness in r.violations:
             violations.append(f"{result_id}\t{trigger}\t{detected}\t{'t' if at_end else 'f'}\t"
-                              f"{_json_field(witness)}\n")
+                              f"{json_field(witness)}\n")
     return "".join(lines), "".join(violations)

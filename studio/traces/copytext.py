@@ -13,6 +13,8 @@ from typing import Any
 
 import orjson
 
+from studio.copyformat import NULL, json_text, text_value
+
 from .formats.base import fast_loads
 
 # The columns of a directly COPYed event row, in the order the writer writes them.
@@ -22,27 +24,13 @@ DIRECT_COLUMNS = ("session_id", "step", "workspace_id", "upload_id", "source", "
 _LIFELINE, _INPUT, _OUTPUT, _DATA, _LABELS = (
     DIRECT_COLUMNS.index(name) for name in ("lifeline", "input", "output", "data", "labels"))
 
-NULL = "\\N"
-_ESCAPED = re.compile(r"\\(.)")
 _LONG_DIGITS = re.compile(r"\d{19}")
-_UNESCAPE = {"\\": "\\", "t": "\t", "n": "\n", "r": "\r"}
-
-
-def text_value(field: str) -> str | None:
-    """A text column's value (COPY escapes the backslash, tab, newline and carriage return)."""
-    if field == NULL:
-        return None
-    if "\\" not in field:
-        return field
-    return _ESCAPED.sub(lambda m: _UNESCAPE.get(m.group(1), m.group(1)), field)
 
 
 def json_value(field: str) -> Any:
-    """A JSON column's value: the writer escapes only the backslashes of JSON text (which
-    holds no raw control characters), so undoubling them gives the JSON back."""
-    if field == NULL:
-        return None
-    return fast_loads(field.replace("\\\\", "\\") if "\\" in field else field)
+    """A JSON column's value."""
+    text = json_text(field)
+    return None if text is None else fast_loads(text)
 
 
 def monitor_rows(text: str) -> list[tuple]:

@@ -48,7 +48,7 @@ from django.utils import timezone
 
 from studio.api.core import Conflict, ServiceError
 from studio.bulkwork import fewer_collections
-from studio.copyformat import text_field
+from studio.copyformat import NULL, json_field, needs_escaping, text_field
 from studio.workspaces.models import Workspace
 from studio.workspaces.services import record
 
@@ -423,7 +423,6 @@ def _holds_nonfinite(value: Any) -> bool:
 _SURROGATE = ("contains an unpaired UTF-16 surrogate (\\ud800-\\udfff), which cannot be "
               "stored")
 _NUL = "contains the NUL character (\\u0000), which the database cannot store"
-_COPY_SPECIAL = re.compile(r"[\\\t\n\r]")
 
 
 def _serialise(event: dict) -> tuple[str | None, str | None]:
@@ -450,12 +449,11 @@ def _serialise(event: dict) -> tuple[str | None, str | None]:
     if "\x00" in names_joined or ("\\u0000" in json_joined and any(
             "\\u0000" in t and _NUL_ESCAPE.search(t) for t in texts if t)):
         return None, _NUL
-    # JSON text holds no raw control characters: only its backslashes need escaping for COPY.
-    json_texts = ["\\N" if t is None else t.replace("\\", "\\\\") for t in texts]
-    if _COPY_SPECIAL.search(names_joined):
+    json_texts = [json_field(t) for t in texts]
+    if needs_escaping(names_joined):
         names = [text_field(t) for t in names]
     else:
-        names = ["\\N" if t is None else t for t in names]
+        names = [NULL if t is None else t for t in names]
     return "\t".join([names[0], names[1], names[2], *json_texts, names[3], names[4],
                       names[5]]), None
 
