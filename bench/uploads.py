@@ -91,7 +91,7 @@ def _copy_text(value) -> str:
 def prepare_copy(log: Path, target: Path, workspace_id: int, upload_id: int,
                  session_ids: dict[str, int]) -> int:
     """The log's rows, serialised as the loader stores them, in COPY text format."""
-    from studio.traces.services import _dumps
+    from studio.traces.parsing import _dumps
 
     rows = 0
     with open(log, "rb") as source, open(target, "w", encoding="utf-8") as out:

@@ -229,6 +229,11 @@ AUDIT_MAX_ATTEMPTS = env_number("AUDIT_MAX_ATTEMPTS", 3, minimum=1)
 # run in a child process, on a core of their own (studio.audits.arrival).  Smaller files are
 # monitored in the loading process, where starting a process would cost more than it saves.
 ARRIVAL_PROCESS_MIN_BYTES = env_number("ARRIVAL_PROCESS_MIN_BYTES", 8 * 1024 * 1024)
+# How many such child processes share the sessions of one upload out.
+ARRIVAL_PROCESSES = env_number("ARRIVAL_PROCESSES", 2, minimum=1)
+# An upload loaded on Postgres is parsed in a child process from this size on, so the thread
+# writing its batches has the loading process's Python to itself (studio.traces.parsing).
+PARSE_PROCESS_MIN_BYTES = env_number("PARSE_PROCESS_MIN_BYTES", 8 * 1024 * 1024)
 
 # Pages: sign-in, and a Content-Security-Policy that allows no inline script or style, so an
 # injected <script> in a log line could not run even if escaping failed (RELIABILITY.md 14).

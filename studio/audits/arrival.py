@@ -4,9 +4,10 @@ Reading a million events back from the database to audit them costs about as muc
 them did.  When the uploader asks for an audit (``Upload.audit_requested``), the rows the load
 has just committed are handed to an ``ArrivalAudit``, which labels and monitors them while the
 database is busy with the next batch.  For a big file (``ARRIVAL_PROCESS_MIN_BYTES``) loaded
-with threads, the labelling and monitoring run in a child process
-(``studio.monitor.arrival.MonitorProcess``), on the core the parsing process leaves idle.
-Otherwise they run in the parsing thread, between two batches (``drain``), not on a thread of
+with threads, the labelling and monitoring run in ``ARRIVAL_PROCESSES`` child processes
+(``studio.monitor.arrival.MonitorProcesses``) that share the sessions out: the monitoring is the
+load's biggest piece of Python, and on one core it would still be busy long after the last
+batch is written.  Otherwise they run in the parsing thread, between two batches (``drain``), not on a thread of
 their own: a third busy Python thread would hold the GIL against the writing thread, which must
 get it back at once after each database call to keep the database busy.  When the upload is
 parsed, ``finish_upload_audit`` creates the audit run in the same transaction that marks the
@@ -43,7 +44,12 @@ from studio.api.core import ServiceError
 from studio.labeling import LabelerConfigError
 from studio.logic.parser import FormulaSyntaxError
 from studio.monitor import RuleError
-from studio.monitor.arrival import ArrivalFailed, ArrivalMonitor, MonitorProcess
+from studio.monitor.arrival import (
+    ArrivalFailed,
+    ArrivalMonitor,
+    MonitorProcess,
+    MonitorProcesses,
+)
 from studio.rules.models import RuleSet
 from studio.rules.monitoring import approved_versions, labeler_snapshot, rule_pairs
 from studio.traces.models import TraceSession, Upload
@@ -68,12 +74,13 @@ class ArrivalAudit:
         self.version_ids = [v.id for v in versions]
         rules = rule_pairs(versions)
         # Built here in any case: it checks the rules and labelers before the load begins.
-        self.monitor: ArrivalMonitor | MonitorProcess = ArrivalMonitor(rules, snapshot)
+        self.monitor: ArrivalMonitor | MonitorProcesses = ArrivalMonitor(rules, snapshot)
         self.batched = bool(self.monitor.labeling.batched_labelers)
         self.in_child = (threaded and not self.batched
                          and upload.size >= settings.ARRIVAL_PROCESS_MIN_BYTES)
         if self.in_child:
-            self.monitor = MonitorProcess(rules, snapshot)
+            self.monitor = MonitorProcesses(rules, snapshot, settings.ARRIVAL_PROCESSES,
+                                            process=MonitorProcess)
         self.failure: BaseException | None = None
         # Committed rows waiting for the parsing thread (written by the writing thread).
         self._waiting: queue.SimpleQueue | None = (
@@ -126,9 +133,9 @@ class ArrivalAudit:
         if self.failure is not None:
             return
         try:
-            if self.in_child and rows.copy_text is not None:
-                # The text the rows went in with: nothing to build, and the child reads it.
-                self.monitor.observe_copy_text(rows.copy_text, stored_before)
+            if self.in_child:
+                # Usually the text the rows went in with: nothing to build; the child reads it.
+                self.monitor.observe_copy_text(rows.text(), stored_before)
             else:
                 self.monitor.observe(rows.tuples(), stored_before)
         except Exception as exc:  # noqa: BLE001 - the sessions are audited afterwards
@@ -155,7 +162,7 @@ class ArrivalAudit:
                         .values_list("event__session_id", flat=True))
         ready = [s for s, monitored in followed.items()
                  if steps.get(s) == monitored and s not in corrected]
-        if isinstance(self.monitor, MonitorProcess):  # only for threaded loads: Postgres
+        if isinstance(self.monitor, MonitorProcesses):  # only for threaded loads: Postgres
             return services.Precomputed(ready, self._store_streamed)
         expected = {s: followed[s] for s in ready}
         return services.Precomputed.of(self.monitor.results(expected, self.version_ids))
@@ -172,7 +179,7 @@ class ArrivalAudit:
 
     def close(self) -> None:
         """Let go of the monitors (and end the child process, if any)."""
-        if isinstance(self.monitor, MonitorProcess):
+        if isinstance(self.monitor, MonitorProcesses):
             self.monitor.close()
 
 

@@ -16,19 +16,15 @@ from __future__ import annotations
 
 import gc
 import os
-import pickle
 import queue
-import select
-import struct
-import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from studio.bulkwork import BULK_THRESHOLDS
+from studio.childprocess import receive, send, spawn, stop
 from studio.labeling import labeling_from_snapshot
 from studio.logic.events import monitor_event
 
@@ -138,57 +134,10 @@ class ArrivalMonitor:
 
 
 # ---------------------------------------------------------------------------------------------
-# The child process.  Messages both ways are pickles behind an 8-byte length; the child only
-# ever unpickles what its own parent wrote to its input.
-
-_LENGTH = struct.Struct(">Q")
-
+# The child process (``studio.childprocess``: pickled messages over its standard streams).
 
 class ArrivalFailed(Exception):
     """The child process failed or went away; its message says why."""
-
-
-def _write(stream, message) -> None:
-    payload = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    # A raw stream (stdout under PYTHONUNBUFFERED, as in many containers) may take only part of
-    # a write, for instance when a signal interrupts a write to a full pipe: write the rest.
-    for data in (_LENGTH.pack(len(payload)), payload):
-        view = memoryview(data)
-        while view:
-            written = stream.write(view)
-            view = view[len(view) if written is None else written:]
-    stream.flush()
-
-
-def _read_exactly(stream, size: int, deadline: float | None = None) -> bytes:
-    """``size`` bytes, or fewer only at the end of the stream (a raw stream's read may return
-    part of what is asked).  With a ``deadline`` (``time.monotonic()``), ``stream`` is a raw
-    pipe, and ``TimeoutError`` comes when nothing more arrives by then."""
-    parts = []
-    missing = size
-    while missing:
-        if deadline is not None:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([stream], [], [], left)[0]:
-                raise TimeoutError
-        more = stream.read(missing)
-        if not more:
-            break
-        parts.append(more)
-        missing -= len(more)
-    return parts[0] if len(parts) == 1 else b"".join(parts)
-
-
-def _read(stream, deadline: float | None = None):
-    """The next message, or None at the end of the stream."""
-    head = _read_exactly(stream, _LENGTH.size, deadline)
-    if len(head) < _LENGTH.size:
-        return None
-    (size,) = _LENGTH.unpack(head)
-    payload = _read_exactly(stream, size, deadline)
-    if len(payload) < size:
-        return None
-    return pickle.loads(payload)
 
 
 class MonitorProcess:
@@ -204,24 +153,22 @@ class MonitorProcess:
     ANSWER_SECONDS = 60.0
     ANSWER_SECONDS_PER_ROW = 1e-4
 
-    def __init__(self, rules: list[tuple[str, str]], labelers: list[dict]):
-        root = str(Path(__file__).resolve().parents[2])
-        python_path = os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)
-        # Unbuffered pipes: an answer is waited for with select(), which sees only the pipe.
-        self._child = subprocess.Popen(
-            [sys.executable, *self.program], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            bufsize=0, env={**os.environ, "PYTHONPATH": python_path})
+    def __init__(self, rules: list[tuple[str, str]], labelers: list[dict],
+                 share: tuple[int, int] = (0, 1)):
+        """``share``: ``(index, count)``, the child follows the sessions of a copy text whose id
+        is ``index`` modulo ``count`` (``MonitorProcesses``)."""
+        self._child = spawn(self.program)
         self._lock = threading.Lock()  # the writing thread sends, the parsing thread asks
         self._rows_sent = 0
         self._broken: str | None = None  # why answers can no longer be read
-        self._send(("start", rules, labelers))
+        self._send(("start", rules, labelers, share))
 
     def _send(self, message) -> None:
         if self._broken is not None:
             raise ArrivalFailed(self._broken)
         with self._lock:
             try:
-                _write(self._child.stdin, message)
+                send(self._child.stdin, message)
             except (OSError, ValueError) as exc:  # a broken pipe, or closed
                 raise ArrivalFailed(f"the monitoring process went away ({exc})") from None
 
@@ -249,16 +196,20 @@ class MonitorProcess:
     def result_texts(self, plan: list[tuple[int, int, list[int], list[int]]],
                      version_ids: list[int]) -> Iterator[tuple[bytes, bytes]]:
         """As ``ArrivalMonitor.result_texts``, each batch's texts as the child makes them: the
-        child works on the next batch while the caller stores this one."""
+        child works on the next batch while the caller stores this one.  The child is asked at
+        once, before the first texts are read."""
         self._send(("result_texts", plan, version_ids))
-        for _ in plan:
+        return self._texts(len(plan))
+
+    def _texts(self, count: int) -> Iterator[tuple[bytes, bytes]]:
+        for _ in range(count):
             yield self._answer()
         self._answer()  # the end of the stream
 
     def _answer(self):
         wait = self.ANSWER_SECONDS + self.ANSWER_SECONDS_PER_ROW * self._rows_sent
         try:
-            answer = _read(self._child.stdout, time.monotonic() + wait)
+            answer = receive(self._child.stdout, time.monotonic() + wait)
         except TimeoutError:
             # A message may be half read: nothing more can be read from this child.
             self._broken = f"the monitoring process did not answer within {wait:.0f} s"
@@ -273,49 +224,117 @@ class MonitorProcess:
 
     def close(self) -> None:
         """End the child (at once: nothing it holds is needed any more)."""
-        child = self._child
+        stop(self._child)
+
+
+class MonitorProcesses:
+    """``MonitorProcess`` children sharing an upload's sessions by session id, with the same
+    methods: the monitoring of a big upload is the slowest part of its load, and sessions are
+    monitored independently of each other, so several children use several cores.  Each child
+    is sent every copy text and reads the rows of its own sessions only."""
+
+    def __init__(self, rules: list[tuple[str, str]], labelers: list[dict], count: int,
+                 process: type[MonitorProcess] = MonitorProcess):
+        self.count = count
+        self.children: list[MonitorProcess] = []
         try:
-            child.stdin.close()
-        except OSError:
-            pass
-        try:
-            child.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait()
-        child.stdout.close()
+            for index in range(count):
+                self.children.append(process(rules, labelers, (index, count)))
+        except BaseException:
+            self.close()
+            raise
+
+    def _split(self, session_ids) -> list[list[int]]:
+        parts: list[list[int]] = [[] for _ in self.children]
+        for session_id in session_ids:
+            parts[session_id % self.count].append(session_id)
+        return parts
+
+    def observe(self, rows: list[tuple], stored_before: dict[int, int | None]) -> None:
+        parts: list[list[tuple]] = [[] for _ in self.children]
+        for row in rows:
+            parts[row[0] % self.count].append(row)
+        for child, part in zip(self.children, parts):
+            child.observe(part, stored_before)
+
+    def observe_copy_text(self, text: str, stored_before: dict[int, int | None]) -> None:
+        for child in self.children:
+            child.observe_copy_text(text, stored_before)
+
+    def followed(self, scope: list[int]) -> dict[int, int]:
+        for child, part in zip(self.children, self._split(scope)):
+            child._send(("followed", part))
+        found: dict[int, int] = {}
+        for child in self.children:  # every child answers, so none is left with an answer
+            found.update(child._answer())
+        return found
+
+    def results(self, expected: dict[int, int],
+                version_ids: list[int]) -> dict[int, list[StoredResult]]:
+        found = {}
+        for child, part in zip(self.children, self._split(expected)):
+            found.update(child.results({s: expected[s] for s in part}, version_ids))
+        return found
+
+    def result_texts(self, plan: list[tuple[int, int, list[int], list[int]]],
+                     version_ids: list[int]) -> Iterator[tuple[bytes, bytes]]:
+        """As ``ArrivalMonitor.result_texts``, but one pair of texts per child and batch, the
+        children working at once."""
+        width = len(version_ids)
+        plans: list[list] = [[] for _ in self.children]
+        for run_id, batch_id, session_ids, ids in plan:
+            parts: list[tuple[list, list]] = [([], []) for _ in self.children]
+            for position, session_id in enumerate(session_ids):
+                sessions, their_ids = parts[session_id % self.count]
+                sessions.append(session_id)
+                their_ids += ids[position * width:(position + 1) * width]
+            for child_plan, (sessions, their_ids) in zip(plans, parts):
+                child_plan.append((run_id, batch_id, sessions, their_ids))
+        streams = [child.result_texts(child_plan, version_ids)
+                   for child, child_plan in zip(self.children, plans)]
+        for _ in plan:
+            for stream in streams:
+                yield next(stream)
+        for stream in streams:
+            next(stream, None)  # the end of each child's stream
+
+    def close(self) -> None:
+        for child in self.children:
+            child.close()
 
 
 def _serve(inbox: queue.SimpleQueue, answers) -> None:
     """The child's work: messages in order from ``inbox``.  After a failure it only answers
     the questions, each with why it failed."""
     monitor: ArrivalMonitor | None = None
+    share: tuple[int, int] | None = None
     failure: str | None = None
     while True:
         message = inbox.get()
         kind = message[0]
         if kind in ("followed", "results", "result_texts"):
             if failure is not None or monitor is None:
-                _write(answers, ("failed", failure or "the monitoring process was not started"))
+                send(answers, ("failed", failure or "the monitoring process was not started"))
                 continue
             try:
                 if kind == "result_texts":  # a stream: each batch's texts, then the end
                     for texts in monitor.result_texts(*message[1:]):
-                        _write(answers, ("ok", texts))
+                        send(answers, ("ok", texts))
                     value = None
                 else:
                     value = getattr(monitor, kind)(*message[1:])
             except Exception as exc:  # noqa: BLE001 - reported to the parent, which falls back
                 failure = f"{type(exc).__name__}: {exc}"
-                _write(answers, ("failed", failure))
+                send(answers, ("failed", failure))
                 continue
-            _write(answers, ("ok", value))
+            send(answers, ("ok", value))
             continue
         if failure is not None:
             continue
         try:
             if kind == "start":
-                monitor = ArrivalMonitor(*message[1:])
+                rules, labelers, share = message[1:]
+                monitor = ArrivalMonitor(rules, labelers)
             elif kind == "observe" and monitor is not None:
                 monitor.observe(*message[1:])
             elif kind == "observe_copy_text" and monitor is not None:
@@ -323,7 +342,7 @@ def _serve(inbox: queue.SimpleQueue, answers) -> None:
                 from studio.traces.copytext import monitor_rows
 
                 text, stored_before = message[1:]
-                monitor.observe(monitor_rows(text.decode("utf-8", "surrogatepass")),
+                monitor.observe(monitor_rows(text.decode("utf-8", "surrogatepass"), share),
                                 stored_before)
         except Exception as exc:  # noqa: BLE001 - reported when the parent asks
             failure = f"{type(exc).__name__}: {exc}"
@@ -338,7 +357,7 @@ def main() -> None:
     def read_all() -> None:
         # Read as fast as the parent writes, so it never waits for the monitoring; at the end
         # of the input (the parent closed it, or died) there is nobody left to answer.
-        while (message := _read(incoming)) is not None:
+        while (message := receive(incoming)) is not None:
             inbox.put(message)
         os._exit(0)
 

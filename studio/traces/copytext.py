@@ -33,14 +33,19 @@ def json_value(field: str) -> Any:
     return None if text is None else fast_loads(text)
 
 
-def monitor_rows(text: str) -> list[tuple]:
+def monitor_rows(text: str, share: tuple[int, int] | None = None) -> list[tuple]:
     """``(session_id, step, lifeline, input, output, data, labels)`` of every row of ``text``,
-    in order: what an audit on arrival observes."""
+    in order: what an audit on arrival observes.  ``share``: ``(index, count)``, only the rows
+    whose session id is ``index`` modulo ``count``."""
     # orjson reads every number of the batch as the json module does unless some run of 19
     # digits could be an integer beyond 64 bits: then each value is read on its own.
     exact = _LONG_DIGITS.search(text) is None
     rows = []
-    for line in text.split("\n"):
+    lines = text.split("\n")
+    if share is not None and share[1] > 1:
+        index, count = share
+        lines = [line for line in lines if line and int(line[:line.index("\t")]) % count == index]
+    for line in lines:
         if not line:
             continue
         fields = line.split("\t")

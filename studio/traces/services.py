@@ -21,19 +21,17 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import math
 import os
 import queue
 import re
 import tempfile
 import threading
-from dataclasses import dataclass
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 from functools import partial
 from pathlib import Path
-from typing import Any
 
-import orjson
 from django.conf import settings
 from django.db import (
     IntegrityError,
@@ -48,14 +46,14 @@ from django.utils import timezone
 
 from studio.api.core import Conflict, ServiceError
 from studio.bulkwork import fewer_collections
-from studio.copyformat import NULL, json_field, needs_escaping, text_field
 from studio.workspaces.models import Workspace
 from studio.workspaces.services import record
 
-from . import formats
-from .copytext import DIRECT_COLUMNS
+from . import formats, parsing
+from .copytext import DIRECT_COLUMNS, monitor_rows
 from .formats import LineError, OptionsError
 from .models import Event, TraceSession, Upload, UploadError, UploadStatus
+from .parsing import Batch, BatchSizes, ParseFailed, ParseProcess, Row
 
 logger = logging.getLogger(__name__)
 
@@ -63,8 +61,8 @@ CHUNK_BYTES = 1024 * 1024
 # One load transaction holds at most this many events or bytes of serialised events.
 BATCH_EVENTS = 20_000
 BATCH_BYTES = 16 * 1024 * 1024
-# The first batch is small, and each next one twice as large up to BATCH_EVENTS: the database
-# starts loading after a moment instead of waiting for a whole batch to be parsed.
+# The first batch is small, and each next one twice as large up to BATCH_EVENTS
+# (``parsing.BatchSizes``).
 FIRST_BATCH_EVENTS = 1_000
 # Postgres: COPY straight into traces_event when no stored event can clash (see the module doc).
 # The bench turns it off to measure the staged load alone.
@@ -282,6 +280,9 @@ def parse_upload(upload_id: int) -> Upload | None:
         _fail(upload, exc.message)
     except OSError as exc:
         _fail(upload, f"the stored file cannot be read ({exc.strerror or exc})")
+    except ParseFailed as exc:
+        logger.error("upload %s: %s", upload_id, exc)
+        _fail(upload, f"parsing stopped: {exc}; the events loaded before it are kept")
     except (OperationalError, InterfaceError):
         raise  # the database is away: the task is retried and resumes from the checkpoint
     except Exception as exc:  # a bug must not leave the upload "parsing" for ever
@@ -315,6 +316,25 @@ def _fail(upload: Upload, message: str) -> None:
         status=UploadStatus.FAILED, error=message, finished_at=timezone.now())
 
 
+@contextmanager
+def _batches(upload: Upload, threaded: bool) -> Iterator[Iterator[Batch]]:
+    """The upload's batches after its checkpoint: from a child process for a big file loaded
+    with threads (``PARSE_PROCESS_MIN_BYTES``), else parsed in this thread."""
+    sizes = BatchSizes(FIRST_BATCH_EVENTS, BATCH_EVENTS, BATCH_BYTES)
+    options = upload.options or {}
+    if threaded and upload.size >= settings.PARSE_PROCESS_MIN_BYTES:
+        child = ParseProcess(stored_file(upload), upload.format, options, upload.filename,
+                             upload.items_done, sizes)
+        try:
+            yield iter(child)
+        finally:
+            child.close()
+        return
+    with open(stored_file(upload), "rb") as handle:
+        items = formats.parse(upload.format, handle, options, name=upload.filename)
+        yield parsing.batches(items, handle, upload.items_done, sizes)
+
+
 def _parse(upload: Upload) -> None:
     from studio.audits.arrival import ArrivalAudit  # audits import traces
 
@@ -336,20 +356,20 @@ def _load_and_finish(upload: Upload, arrival, threaded: bool) -> None:
 
     store = _Store(upload, arrival)
     sink = _Background(store) if threaded else store
-    with open(stored_file(upload), "rb") as handle:
-        items = formats.parse(upload.format, handle, upload.options or {}, name=upload.filename)
-        loader = _Loader(sink, handle, upload.items_done, arrival)
-        try:
-            skip = upload.items_done
-            for position, item in enumerate(items, start=1):
-                if position > skip:
-                    loader.add(item)
-            done = loader.finish()
-        finally:
-            if threaded:
-                sink.stop()
-            if arrival is not None:
-                arrival.drain()  # what the writer committed last
+    done = upload.items_done
+    try:
+        with _batches(upload, threaded) as batches:
+            for batch in batches:
+                sink.put(batch)
+                done = batch.start + len(batch.items)
+                if arrival is not None:
+                    arrival.drain()  # what the writer committed meanwhile
+        sink.close()  # every batch written
+    finally:
+        if threaded:
+            sink.stop()
+        if arrival is not None:
+            arrival.drain()  # what the writer committed last
     with transaction.atomic():
         locked = Upload.objects.select_for_update().get(pk=upload.pk)
         if locked.status != UploadStatus.PARSING or locked.items_done != done:
@@ -363,151 +383,9 @@ def _load_and_finish(upload: Upload, arrival, threaded: bool) -> None:
         finish_upload_audit(locked, arrival)
 
 
-@dataclass
-class _Row:
-    """One event on its way to the database: ``tail`` is its COPY text from ``event_id`` on
-    (TAIL_COLUMNS), made by the parsing thread so that the writing thread only prefixes the
-    session and step it assigns."""
-
-    seq: int
-    line: int
-    session: str
-    step: int | None
-    event: dict
-    tail: str
-    session_id: int = 0
-
-
-@dataclass
-class _Batch:
-    items: list     # _Row or LineError, in file order
-    start: int      # the upload's items loaded before this batch: its checkpoint
-    position: int   # bytes of the file read when the batch was cut
-
-
-_NUL_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
-_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 # The columns of traces_event after session_id, step, workspace_id, upload_id and source, in the
 # order of a row's ``tail``.
 TAIL_COLUMNS = DIRECT_COLUMNS[5:]
-
-
-
-
-def _json_text(value: Any) -> str:
-    """``_dumps(value)``, made by orjson where that gives the same JSON: orjson refuses what
-    ``_dumps`` may write differently (integers beyond 64 bits, keys that are not strings, lone
-    surrogates), and writes NaN and infinities as null where ``_dumps`` refuses them."""
-    if value is None:
-        return "null"
-    try:
-        text = orjson.dumps(value)
-    except TypeError:  # orjson.JSONEncodeError
-        return _dumps(value)
-    if b"null" in text and _holds_nonfinite(value):
-        return _dumps(value)  # raises, with the json module's message
-    return text.decode()
-
-
-def _holds_nonfinite(value: Any) -> bool:
-    """Whether a NaN or an infinity is somewhere in ``value`` (a JSON-like value)."""
-    if isinstance(value, float):
-        return not math.isfinite(value)
-    if isinstance(value, dict):
-        return any(_holds_nonfinite(v) for v in value.values())
-    if isinstance(value, (list, tuple)):
-        return any(_holds_nonfinite(v) for v in value)
-    return False
-
-
-_SURROGATE = ("contains an unpaired UTF-16 surrogate (\\ud800-\\udfff), which cannot be "
-              "stored")
-_NUL = "contains the NUL character (\\u0000), which the database cannot store"
-
-
-def _serialise(event: dict) -> tuple[str | None, str | None]:
-    """The event's COPY text from ``event_id`` on, or why the database cannot store it."""
-    try:
-        labels = event["labels"]
-        texts = [_json_text(event["input"]), _json_text(event["output"]),
-                 _json_text(event["data"]), None if labels is None else _json_text(labels)]
-    except (TypeError, ValueError, RecursionError) as exc:  # from a decoder's odd value
-        return None, f"cannot be stored as JSON ({exc})"
-    message = event["message"] or {}
-    names = [event["event_id"], event["lifeline"] or "", event["timestamp"],
-             message.get("id") or "", message.get("peer") or "", message.get("kind") or ""]
-    # Checked on the texts joined (one pass in C each): Python's UTF-8 codec refuses every
-    # surrogate code point, joined or not.
-    json_joined = "".join([t for t in texts if t])
-    names_joined = "".join([t for t in names if t]) + event["session"]
-    if not (json_joined.isascii() and names_joined.isascii()):
-        try:
-            json_joined.encode("utf-8")
-            names_joined.encode("utf-8")
-        except UnicodeEncodeError:
-            return None, _SURROGATE
-    if "\x00" in names_joined or ("\\u0000" in json_joined and any(
-            "\\u0000" in t and _NUL_ESCAPE.search(t) for t in texts if t)):
-        return None, _NUL
-    json_texts = [json_field(t) for t in texts]
-    if needs_escaping(names_joined):
-        names = [text_field(t) for t in names]
-    else:
-        names = [NULL if t is None else t for t in names]
-    return "\t".join([names[0], names[1], names[2], *json_texts, names[3], names[4],
-                      names[5]]), None
-
-
-class _Loader:
-    """The parser's side: serialises events and cuts the items into batches for the sink."""
-
-    def __init__(self, sink, handle, items_done: int, arrival=None):
-        self.sink = sink
-        self.arrival = arrival  # monitors committed rows between batches (audit on arrival)
-        self.handle = handle
-        self.next_start = items_done
-        self.items: list[Any] = []
-        self.events = 0
-        self.bytes = 0
-        self.last_line: int | None = None
-        self.limit = min(FIRST_BATCH_EVENTS, BATCH_EVENTS)
-
-    def add(self, item: dict | LineError) -> None:
-        line = item.line if isinstance(item, LineError) else item["line"]
-        # Batches end between records, so a record's events and errors are counted together.
-        if (self.events >= self.limit or self.bytes >= BATCH_BYTES) and line != self.last_line:
-            self._cut()
-        self.last_line = line
-        if isinstance(item, LineError):
-            self.items.append(item)
-            return
-        tail, problem = _serialise(item)
-        if problem:
-            self.items.append(LineError(line, problem))
-            return
-        self.items.append(_Row(len(self.items), line, item["session"], item["step"], item, tail))
-        self.events += 1
-        self.bytes += len(tail) + 20
-
-    def _cut(self) -> None:
-        if not self.items:
-            return
-        try:
-            position = self.handle.tell()
-        except (OSError, ValueError):
-            position = 0
-        self.sink.put(_Batch(self.items, self.next_start, position))
-        self.next_start += len(self.items)
-        self.items, self.events, self.bytes = [], 0, 0
-        self.limit = min(2 * self.limit, BATCH_EVENTS)
-        if self.arrival is not None:
-            self.arrival.drain()
-
-    def finish(self) -> int:
-        """Hand over the last batch, wait for every batch to be written; the checkpoint."""
-        self._cut()
-        self.sink.close()
-        return self.next_start
 
 
 class _Background:
@@ -538,7 +416,7 @@ class _Background:
         if self.failure is not None:
             raise self.failure
 
-    def put(self, batch: _Batch) -> None:
+    def put(self, batch: Batch) -> None:
         self._raise()
         self.queue.put(batch)
 
@@ -552,7 +430,7 @@ class _Background:
             self.thread.join()
 
 
-def direct_copy_text(rows: list[_Row], workspace_id: int, upload_id: int) -> str:
+def direct_copy_text(rows: list[Row], workspace_id: int, upload_id: int) -> str:
     """The rows in COPY text, in the columns of ``DIRECT_COLUMNS`` (``copytext`` reads it)."""
     head = f"{workspace_id}\t{upload_id}\t{SOURCE}\t"
     return "".join([f"{r.session_id}\t{r.step}\t{head}{r.tail}\n" for r in rows])
@@ -560,16 +438,25 @@ def direct_copy_text(rows: list[_Row], workspace_id: int, upload_id: int) -> str
 
 class CommittedRows:
     """A batch's rows once committed, for an audit on arrival: as tuples ``(session_id, step,
-    lifeline, input, output, data, labels)`` (``tuples()``, made when asked), and as the COPY
-    text they went in with (``copy_text``, None when they did not go in by one direct COPY)."""
+    lifeline, input, output, data, labels)`` (``tuples()``) or as direct COPY text (``text()``;
+    ``copy_text`` is the text they went in with, None when they did not go in by one direct
+    COPY), each made when asked."""
 
     __slots__ = ("rows", "copy_text")
 
-    def __init__(self, rows: list[_Row], copy_text: str | None):
+    def __init__(self, rows: list[Row], copy_text: str | None):
         self.rows = rows
         self.copy_text = copy_text
 
+    def text(self) -> str:
+        if self.copy_text is None:
+            # The ids of the workspace and upload are not read back (``monitor_rows``).
+            self.copy_text = direct_copy_text(self.rows, 0, 0)
+        return self.copy_text
+
     def tuples(self) -> list[tuple]:
+        if self.rows and self.rows[0].event is None:  # parsed in a child process
+            return monitor_rows(self.text())
         return [(r.session_id, r.step, r.event["lifeline"] or "", r.event["input"],
                  r.event["output"], r.event["data"], r.event["labels"]) for r in self.rows]
 
@@ -587,7 +474,7 @@ class _Store:
     def close(self) -> None:
         pass
 
-    def put(self, batch: _Batch) -> None:
+    def put(self, batch: Batch) -> None:
         self.copied = None  # the COPY text of the batch's rows, when they went in directly
         with transaction.atomic():
             if connection.vendor == "postgresql":
@@ -600,8 +487,8 @@ class _Store:
             if locked.status != UploadStatus.PARSING or locked.items_done != batch.start:
                 raise _Superseded
             errors = [e for e in batch.items if isinstance(e, LineError)]
-            rows = [r for r in batch.items if isinstance(r, _Row)]
-            stored: list[_Row] = []
+            rows = [r for r in batch.items if isinstance(r, Row)]
+            stored: list[Row] = []
             before: dict[int, int | None] = {}
             if rows:
                 more, stored, before = self._load(rows)
@@ -621,7 +508,7 @@ class _Store:
 
     # -- one batch -----------------------------------------------------------------------------
 
-    def _load(self, rows: list[_Row]) -> tuple[list[LineError], list[_Row], dict]:
+    def _load(self, rows: list[Row]) -> tuple[list[LineError], list[Row], dict]:
         """Store the rows: the line errors of those that could not be, those that were, and
         each session's last step stored before (None when it had none), by session id."""
         sessions = self._sessions(list(dict.fromkeys(r.session for r in rows)))
@@ -643,7 +530,7 @@ class _Store:
                 errors.append(LineError(row.line, f"session {row.session!r} has another event "
                                                   f"at step {step} (line {taken[key]})"))
                 continue
-            event_id = row.event["event_id"]
+            event_id = row.event_id
             if event_id is not None:
                 if event_id in ids_taken:
                     errors.append(LineError(row.line, f"event id {event_id!r} is already used "
@@ -691,7 +578,7 @@ class _Store:
                                         event_id__in=names[i:i + 1000]).exists()
                    for i in range(0, len(names), 1000))
 
-    def _copy(self, rows: list[_Row], direct: bool) -> dict[int, LineError]:
+    def _copy(self, rows: list[Row], direct: bool) -> dict[int, LineError]:
         """Postgres: COPY; returns the rows that clashed with stored events, by seq."""
         table = Event._meta.db_table
         if direct and DIRECT_COPY:
@@ -741,10 +628,10 @@ class _Store:
         return {seq: self._clash(by_seq[seq], step_upload, step_source, id_upload, id_source)
                 for seq, step_upload, step_source, id_upload, id_source in clashes}
 
-    def _insert(self, rows: list[_Row], ids: dict[str, int]) -> dict[int, LineError]:
+    def _insert(self, rows: list[Row], ids: dict[str, int]) -> dict[int, LineError]:
         """SQLite (one writer at a time): look the clashes up, then bulk_create the rest."""
         clashes: dict[int, LineError] = {}
-        by_session: dict[int, list[_Row]] = {}
+        by_session: dict[int, list[Row]] = {}
         for row in rows:
             by_session.setdefault(row.session_id, []).append(row)
         for session_id, group in by_session.items():
@@ -766,15 +653,14 @@ class _Store:
                                                         event_id__in=names[i:i + 500])
                                    .values_list("event_id", "upload_id", "source")})
             for row in rows:
-                if row.seq not in clashes and row.event["event_id"] in stored_ids:
-                    clashes[row.seq] = self._clash(row, None, None,
-                                                   *stored_ids[row.event["event_id"]])
+                if row.seq not in clashes and row.event_id in stored_ids:
+                    clashes[row.seq] = self._clash(row, None, None, *stored_ids[row.event_id])
         Event.objects.bulk_create(
             [self._model(row) for row in rows if row.seq not in clashes], batch_size=500)
         return clashes
 
-    def _model(self, row: _Row) -> Event:
-        event = row.event
+    def _model(self, row: Row) -> Event:
+        event = row.event  # parsed in this process: the unthreaded load always is
         message = event["message"] or {}
         return Event(workspace_id=self.workspace_id, session_id=row.session_id,
                      upload_id=self.upload.pk, step=row.step, source=SOURCE,
@@ -786,7 +672,7 @@ class _Store:
                      message_peer=message.get("peer") or "",
                      message_kind=message.get("kind") or "")
 
-    def _clash(self, row: _Row, step_upload, step_source, id_upload, id_source) -> LineError:
+    def _clash(self, row: Row, step_upload, step_source, id_upload, id_source) -> LineError:
         def origin(upload_id, source) -> str:
             if source and source != SOURCE:
                 return f"from {source} ingestion"
@@ -799,13 +685,13 @@ class _Store:
                                        f"{row.step} ({origin(step_upload, step_source)}); this "
                                        "line was not stored")
         if id_source is not None:
-            return LineError(row.line, f"event id {row.event['event_id']!r} is already stored "
+            return LineError(row.line, f"event id {row.event_id!r} is already stored "
                                        f"({origin(id_upload, id_source)}); this line was not "
                                        "stored")
         return LineError(row.line, f"session {row.session!r} step {row.step} or its event id "
                                    "was stored by a concurrent import; this line was not stored")
 
-    def _count_steps(self, rows: list[_Row]) -> None:
+    def _count_steps(self, rows: list[Row]) -> None:
         counts: dict[int, int] = {}
         for row in rows:
             counts[row.session_id] = counts.get(row.session_id, 0) + 1

@@ -87,21 +87,25 @@ class _CountedProcess(arrival.MonitorProcess):
 @pytest.fixture
 def where(request, settings, monkeypatch):
     """Where the monitoring runs: "here" (the loading process) or "child" (a process of its
-    own, as for big files; only with threads, that is on Postgres)."""
+    own, as for big files, which are parsed in another child too; only with threads, that is
+    on Postgres); "parsed-apart": here, the rows parsed in a child process."""
+    settings.PARSE_PROCESS_MIN_BYTES = 10**12
+    if request.param != "here" and connection.vendor != "postgresql":
+        pytest.skip("child processes serve threaded loads, on Postgres only")
     if request.param == "child":
-        if connection.vendor != "postgresql":
-            pytest.skip("the monitoring process serves threaded loads, on Postgres only")
-        settings.ARRIVAL_PROCESS_MIN_BYTES = 0
+        settings.ARRIVAL_PROCESS_MIN_BYTES = settings.PARSE_PROCESS_MIN_BYTES = 0
         _CountedProcess.started = []
         monkeypatch.setattr(arrival, "MonitorProcess", _CountedProcess)
     else:
         settings.ARRIVAL_PROCESS_MIN_BYTES = 10**12
+    if request.param == "parsed-apart":
+        settings.PARSE_PROCESS_MIN_BYTES = 0
     return request.param
 
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("seed", [3, 8])
-@pytest.mark.parametrize("where", ["here", "child"], indirect=True)
+@pytest.mark.parametrize("where", ["here", "child", "parsed-apart"], indirect=True)
 def test_an_upload_audited_on_arrival_stores_what_a_separate_audit_stores(
         seed, where, django_capture_on_commit_callbacks):
     team = _team_with_rules()
@@ -134,7 +138,7 @@ def test_an_upload_audited_on_arrival_stores_what_a_separate_audit_stores(
     assert len(results) == len(sessions) * (len(RULES) + 1)
     assert any(r[1] == "violated" for r in results.values())  # the comparison is not vacuous
     if where == "child":
-        assert len(_CountedProcess.started) == 1
+        assert len(_CountedProcess.started) == 2  # ARRIVAL_PROCESSES
 
 
 @pytest.mark.django_db(transaction=True)

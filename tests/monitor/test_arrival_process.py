@@ -4,12 +4,15 @@ gives exactly what the same monitor gives in this process, and its failures are 
 from __future__ import annotations
 
 import io
+import json
 import random
 import time
 
 import pytest
 
-from studio.monitor.arrival import ArrivalFailed, ArrivalMonitor, MonitorProcess, _read, _write
+from studio.childprocess import receive, send
+from studio.copyformat import NULL, json_field, text_field
+from studio.monitor.arrival import ArrivalFailed, ArrivalMonitor, MonitorProcess, MonitorProcesses
 from studio.monitor.results import copy_texts
 
 RULES = [
@@ -109,6 +112,71 @@ def test_result_texts_from_the_child_are_the_copy_texts_of_its_results():
     finally:
         child.close()
     assert any(violations for _, violations in expected)
+
+
+def _copy_text(rows: list[tuple]) -> str:
+    """The rows as an upload's direct COPY text (``studio.traces.copytext.DIRECT_COLUMNS``)."""
+    def value(v):
+        return json_field(json.dumps(v))
+
+    return "".join(
+        f"{session}\t{step}\t1\t2\tupload\t{NULL}\t{text_field(lifeline)}\t{NULL}\t"
+        f"{value(input)}\t{value(output)}\t{value(data)}\t{value(labels)}\t\t\t\n"
+        for session, step, lifeline, input, output, data, labels in rows)
+
+
+class _Texts:
+    """Hands a monitor each batch as copy text, as the loader does for child processes."""
+
+    def __init__(self, monitor):
+        self.monitor = monitor
+
+    def observe(self, rows, before):
+        self.monitor.observe_copy_text(_copy_text(rows), before)
+
+    def __getattr__(self, name):
+        return getattr(self.monitor, name)
+
+
+@pytest.mark.parametrize("count, as_text", [(2, False), (3, True), (1, True)])
+def test_children_sharing_the_sessions_give_what_the_monitor_gives_here(count, as_text):
+    batches = _batches(count + 10)
+    here = _follow(ArrivalMonitor(RULES, LABELERS), batches)
+    children = MonitorProcesses(RULES, LABELERS, count)
+    try:
+        there = _follow(_Texts(children) if as_text else children, batches)
+    finally:
+        children.close()
+    assert sorted(here[0]) == sorted(there[0]) and here[1] == there[1]
+    assert len(here[0]) >= 4
+
+
+def test_children_sharing_the_sessions_hand_over_the_same_result_rows():
+    batches = _batches(7)
+    versions = [11, 12, 13, 14, 15]
+    here = ArrivalMonitor(RULES, LABELERS)
+    candidates, _ = _follow(here, batches)
+    plan = _plan(candidates, len(versions))
+    expected = list(here.result_texts(plan, versions))
+    children = MonitorProcesses(RULES, LABELERS, 3)
+    try:
+        _follow(_Texts(children), batches)
+        got = list(children.result_texts(plan, versions))
+        first = candidates[0]
+        assert children.followed([first, 999]) == {first: _steps_of(batches, first)}
+    finally:
+        children.close()
+    assert len(got) == 3 * len(plan)  # one pair of texts per child and batch
+    for index, (rows, violations) in enumerate(expected):
+        mine = got[3 * index:3 * index + 3]
+        assert sorted(b"".join(r for r, _ in mine).splitlines()) == sorted(rows.splitlines())
+        assert sorted(b"".join(v for _, v in mine).splitlines()) == sorted(
+            violations.splitlines())
+    assert any(violations for _, violations in expected)
+
+
+def _steps_of(batches, session: int) -> int:
+    return sum(1 for rows, _ in batches for row in rows if row[0] == session)
 
 
 def test_a_child_failing_in_the_middle_of_its_result_texts_says_so():
@@ -219,9 +287,9 @@ class _Trickle(io.RawIOBase):
 def test_messages_survive_streams_that_move_part_of_a_write_or_read(chunk):
     message = ("results", {i: ["x" * (i % 97)] * 3 for i in range(2000)})
     stream = _Trickle(chunk)
-    _write(stream, message)
-    _write(stream, ("ok", None))
+    send(stream, message)
+    send(stream, ("ok", None))
     reader = _Trickle(chunk, bytes(stream.data))
-    assert _read(reader) == message
-    assert _read(reader) == ("ok", None)
-    assert _read(reader) is None  # the end of the stream
+    assert receive(reader) == message
+    assert receive(reader) == ("ok", None)
+    assert receive(reader) is None  # the end of the stream

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from studio.traces.formats.base import DECODER, decode_json_line, fast_loads
-from studio.traces.services import _dumps, _json_text
+from studio.traces.parsing import _dumps, json_text
 
 scalars = st.one_of(
     st.none(), st.booleans(),
@@ -91,13 +91,13 @@ def test_event_json_is_what_the_json_module_writes_or_its_error(value):
         expected = _dumps(value)
     except (TypeError, ValueError) as exc:
         try:
-            _json_text(value)
+            json_text(value)
         except type(exc) as again:
             assert str(again) == str(exc)
         else:
             raise AssertionError(f"{value!r} should be refused as {exc}") from None
         return
-    got = _json_text(value)
+    got = json_text(value)
     if any("\ud800" <= c <= "\udfff" for c in expected):
         assert got == expected  # the surrogate check that follows reads this text
     assert same(json.loads(got), json.loads(expected))
@@ -105,7 +105,7 @@ def test_event_json_is_what_the_json_module_writes_or_its_error(value):
 
 def reference_serialise(event: dict):
     """_serialise as it was before orjson and the joined checks."""
-    from studio.traces.services import _NUL_ESCAPE
+    from studio.traces.parsing import _NUL_ESCAPE
 
     def _text(value):  # COPY's text format, as its manual describes it
         escapes = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
@@ -151,9 +151,9 @@ events = st.fixed_dictionaries({
 @settings(max_examples=500)
 @given(events)
 def test_an_event_is_written_for_copy_as_before_or_refused_for_the_same_reason(event):
-    from studio.traces.services import _serialise
+    from studio.traces.parsing import serialise
 
-    got, expected = _serialise(event), reference_serialise(event)
+    got, expected = serialise(event), reference_serialise(event)
     assert got[1] == expected[1]
     if expected[0] is None:
         return
@@ -175,14 +175,15 @@ def test_the_copy_text_reads_back_as_the_rows_an_arrival_audit_observes(batch, s
     process would have handed it (``CommittedRows.tuples``), whatever else the batch holds (one
     integer beyond 64 bits makes the whole batch read value by value)."""
     from studio.traces.copytext import monitor_rows
-    from studio.traces.services import CommittedRows, _Row, _serialise, direct_copy_text
+    from studio.traces.parsing import Row, serialise
+    from studio.traces.services import CommittedRows, direct_copy_text
 
     rows = []
     for event in batch:
-        tail, problem = _serialise(event)
+        tail, problem = serialise(event)
         if not problem:
-            rows.append(_Row(len(rows), len(rows) + 1, event["session"], step + len(rows),
-                             event, tail, session_id))
+            rows.append(Row(len(rows), len(rows) + 1, event["session"], step + len(rows),
+                            event["event_id"], tail, event, session_id))
     text = direct_copy_text(rows, 7, 9)
     got = monitor_rows(text)
     expected = CommittedRows(rows, text).tuples()

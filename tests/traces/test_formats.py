@@ -59,7 +59,8 @@ def test_the_parsers_import_without_django():
     modules = ["studio.traces.formats", "studio.traces.formats.jsonl",
                "studio.traces.formats.csvlog", "studio.traces.formats.openai_chat",
                "studio.traces.formats.inspect_logs", "studio.traces.formats.otlp_files",
-               "studio.traces.formats.jsonstream"]
+               "studio.traces.formats.jsonstream", "studio.traces.parsing",
+               "studio.childprocess"]
     script = ("import importlib, json, sys\n"
               "for m in sys.argv[1:]: importlib.import_module(m)\n"
               "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] == 'django')))")

@@ -447,9 +447,17 @@ def test_parsing_waits_for_the_commit(auditor, django_capture_on_commit_callback
 # ---------------------------------------------------------------------------------------------
 # Outside a test transaction, as in a worker: Postgres writes batches on a thread of its own
 
+@pytest.fixture(params=["here", "child"])
+def parsed_in(request, settings):
+    """Where a threaded load parses: in the loading process, or in a child process (as a big
+    file is)."""
+    settings.PARSE_PROCESS_MIN_BYTES = 0 if request.param == "child" else 10**12
+    return request.param
+
+
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="the writer thread is Postgres's")
 @pytest.mark.django_db(transaction=True)
-def test_batches_written_on_a_thread_in_order(auditor, monkeypatch):
+def test_batches_written_on_a_thread_in_order(auditor, monkeypatch, parsed_in):
     monkeypatch.setattr(services, "BATCH_EVENTS", 50)
     threads = set()
     real_put = services._Store.put
@@ -484,6 +492,57 @@ def test_batches_written_on_a_thread_in_order(auditor, monkeypatch):
     assert failed["status"] == "failed" and failed["events_stored"] == 100
     assert failed["error"] == ("parsing stopped on an internal error (RuntimeError); the events "
                                "loaded before it are kept")
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="the writer thread is Postgres's")
+@pytest.mark.django_db(transaction=True)
+def test_a_threaded_load_resumes_after_a_crash_without_duplicates(auditor, monkeypatch,
+                                                                   parsed_in):
+    rows = [{"session": f"s{i % 7}", "output": i, "event_id": f"e{i}"} for i in range(1000)]
+    rows[500] = "broken"
+    monkeypatch.setattr(services, "BATCH_EVENTS", 100)
+    written = []
+    real_put = services._Store.put
+
+    def crash_after_the_fourth(store, batch):
+        real_put(store, batch)
+        written.append(batch.start)
+        if len(written) == 4:
+            raise KeyboardInterrupt("the worker dies")  # not caught by the service
+
+    monkeypatch.setattr(services._Store, "put", crash_after_the_fourth)
+    with pytest.raises(KeyboardInterrupt):
+        auditor.upload(jsonl(*rows), "jsonl")
+    upload = Upload.objects.get()
+    assert (upload.status, upload.items_done, upload.events_stored) == ("parsing", 400, 400)
+
+    monkeypatch.setattr(services._Store, "put", real_put)
+    services.parse_upload(upload.pk)  # the task delivered again
+    upload.refresh_from_db()
+    assert (upload.status, upload.lines_total, upload.lines_bad, upload.events_stored) == (
+        "parsed", 1000, 1, 999)
+    assert UploadError.objects.get().line == 501
+    assert sorted(Event.objects.values_list("event_id", flat=True)) == sorted(
+        f"e{i}" for i in range(1000) if i != 500)
+    for session in TraceSession.objects.all():
+        assert list(session.events.values_list("step", flat=True)) == list(range(session.steps))
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="the writer thread is Postgres's")
+@pytest.mark.django_db(transaction=True)
+def test_a_parse_whose_child_process_dies_fails_with_the_reason(auditor, monkeypatch, settings):
+    from studio.traces.parsing import ParseProcess
+
+    settings.PARSE_PROCESS_MIN_BYTES = 0
+
+    class Dying(ParseProcess):
+        program = ["-c", "import sys; sys.exit(3)"]
+
+    monkeypatch.setattr(services, "ParseProcess", Dying)
+    upload = parsed(auditor, auditor.upload(jsonl({"session": "s"}), "jsonl"))
+    assert upload["status"] == "failed" and upload["events_stored"] == 0
+    assert upload["error"] == ("parsing stopped: the parsing process went away (exit status 3); "
+                               "the events loaded before it are kept")
 
 
 # ---------------------------------------------------------------------------------------------
