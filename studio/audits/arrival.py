@@ -78,9 +78,10 @@ class ArrivalAudit:
         self.batched = bool(self.monitor.labeling.batched_labelers)
         self.in_child = (threaded and not self.batched
                          and upload.size >= settings.ARRIVAL_PROCESS_MIN_BYTES)
+        # The loader cuts each batch's events into one payload per child (``parsing.Batch``).
+        self.shares = settings.ARRIVAL_PROCESSES if self.in_child else 0
         if self.in_child:
-            self.monitor = MonitorProcesses(rules, snapshot, settings.ARRIVAL_PROCESSES,
-                                            process=MonitorProcess)
+            self.monitor = MonitorProcesses(rules, snapshot, self.shares, process=MonitorProcess)
         self.failure: BaseException | None = None
         # Committed rows waiting for the parsing thread (written by the writing thread).
         self._waiting: queue.SimpleQueue | None = (
@@ -134,8 +135,9 @@ class ArrivalAudit:
             return
         try:
             if self.in_child:
-                # Usually the text the rows went in with: nothing to build; the child reads it.
-                self.monitor.observe_copy_text(rows.text(), stored_before)
+                if rows.payloads is None:
+                    raise ArrivalFailed("a batch came without what monitoring needs")
+                self.monitor.observe_payloads(rows.payloads, rows.picks(), stored_before)
             else:
                 self.monitor.observe(rows.tuples(), stored_before)
         except Exception as exc:  # noqa: BLE001 - the sessions are audited afterwards

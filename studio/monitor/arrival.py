@@ -15,6 +15,7 @@ never waits for it; it exits when its input closes, also when its parent was kil
 from __future__ import annotations
 
 import gc
+import marshal
 import os
 import queue
 import sys
@@ -153,15 +154,12 @@ class MonitorProcess:
     ANSWER_SECONDS = 60.0
     ANSWER_SECONDS_PER_ROW = 1e-4
 
-    def __init__(self, rules: list[tuple[str, str]], labelers: list[dict],
-                 share: tuple[int, int] = (0, 1)):
-        """``share``: ``(index, count)``, the child follows the sessions of a copy text whose id
-        is ``index`` modulo ``count`` (``MonitorProcesses``)."""
+    def __init__(self, rules: list[tuple[str, str]], labelers: list[dict]):
         self._child = spawn(self.program)
         self._lock = threading.Lock()  # the writing thread sends, the parsing thread asks
         self._rows_sent = 0
         self._broken: str | None = None  # why answers can no longer be read
-        self._send(("start", rules, labelers, share))
+        self._send(("start", rules, labelers))
 
     def _send(self, message) -> None:
         if self._broken is not None:
@@ -180,11 +178,14 @@ class MonitorProcess:
         self._send(("observe", rows, stored_before))
         self._rows_sent += len(rows)
 
-    def observe_copy_text(self, text: str, stored_before: dict[int, int | None]) -> None:
-        """``observe`` of the rows of an upload's direct COPY text (``studio.traces.copytext``),
-        which the child reads itself."""
-        self._send(("observe_copy_text", text.encode("utf-8", "surrogatepass"), stored_before))
-        self._rows_sent += text.count("\n")
+    def observe_payload(self, payload: bytes, picks: list[tuple[int, int, int]],
+                        stored_before: dict[int, int | None]) -> None:
+        """``observe`` of rows the child reads itself: ``payload`` is a list of
+        ``(lifeline, input, output, data, labels)`` in marshal's format, and the rows are
+        ``(session_id, step, *payload[place])`` for each ``(place, session_id, step)`` of
+        ``picks``."""
+        self._send(("observe_payload", payload, picks, stored_before))
+        self._rows_sent += len(picks)
 
     def followed(self, scope: list[int]) -> dict[int, int]:
         return self._ask(("followed", scope))
@@ -228,70 +229,74 @@ class MonitorProcess:
 
 
 class MonitorProcesses:
-    """``MonitorProcess`` children sharing an upload's sessions by session id, with the same
-    methods: the monitoring of a big upload is the slowest part of its load, and sessions are
-    monitored independently of each other, so several children use several cores.  Each child
-    is sent every copy text and reads the rows of its own sessions only."""
+    """``MonitorProcess`` children sharing an upload's sessions out, with the same methods:
+    the monitoring of a big upload is the slowest part of its load, and sessions are monitored
+    independently of each other, so several children use several cores.  The rows come cut
+    into one payload per child (``observe_payloads``); ``observe`` sends each child the rows of
+    the session ids it is given (by remainder).  Which child follows which session is learnt
+    from ``followed``, which ``result_texts`` needs first."""
 
     def __init__(self, rules: list[tuple[str, str]], labelers: list[dict], count: int,
                  process: type[MonitorProcess] = MonitorProcess):
-        self.count = count
         self.children: list[MonitorProcess] = []
+        self._holder: dict[int, MonitorProcess] = {}
         try:
-            for index in range(count):
-                self.children.append(process(rules, labelers, (index, count)))
+            for _ in range(count):
+                self.children.append(process(rules, labelers))
         except BaseException:
             self.close()
             raise
 
-    def _split(self, session_ids) -> list[list[int]]:
-        parts: list[list[int]] = [[] for _ in self.children]
-        for session_id in session_ids:
-            parts[session_id % self.count].append(session_id)
-        return parts
-
     def observe(self, rows: list[tuple], stored_before: dict[int, int | None]) -> None:
         parts: list[list[tuple]] = [[] for _ in self.children]
         for row in rows:
-            parts[row[0] % self.count].append(row)
+            parts[row[0] % len(parts)].append(row)
         for child, part in zip(self.children, parts):
             child.observe(part, stored_before)
 
-    def observe_copy_text(self, text: str, stored_before: dict[int, int | None]) -> None:
-        for child in self.children:
-            child.observe_copy_text(text, stored_before)
+    def observe_payloads(self, payloads: list[bytes], picks: list[list[tuple[int, int, int]]],
+                         stored_before: dict[int, int | None]) -> None:
+        """Child ``i`` gets ``payloads[i]`` and ``picks[i]`` (``MonitorProcess.observe_payload``);
+        a child keeps following the sessions it was first given."""
+        for child, payload, picked in zip(self.children, payloads, picks, strict=True):
+            if picked:
+                child.observe_payload(payload, picked, stored_before)
 
     def followed(self, scope: list[int]) -> dict[int, int]:
-        for child, part in zip(self.children, self._split(scope)):
-            child._send(("followed", part))
+        for child in self.children:  # asked at once, so that they look at the same time
+            child._send(("followed", scope))
         found: dict[int, int] = {}
+        self._holder = {}
         for child in self.children:  # every child answers, so none is left with an answer
-            found.update(child._answer())
+            theirs = child._answer()
+            found.update(theirs)
+            self._holder.update(dict.fromkeys(theirs, child))
         return found
 
     def results(self, expected: dict[int, int],
                 version_ids: list[int]) -> dict[int, list[StoredResult]]:
         found = {}
-        for child, part in zip(self.children, self._split(expected)):
-            found.update(child.results({s: expected[s] for s in part}, version_ids))
+        for child in self.children:  # each gives the results of the sessions it follows
+            found.update(child.results(expected, version_ids))
         return found
 
     def result_texts(self, plan: list[tuple[int, int, list[int], list[int]]],
                      version_ids: list[int]) -> Iterator[tuple[bytes, bytes]]:
         """As ``ArrivalMonitor.result_texts``, but one pair of texts per child and batch, the
-        children working at once."""
+        children working at once.  Every session must have been ``followed``."""
         width = len(version_ids)
-        plans: list[list] = [[] for _ in self.children]
+        first = self.children[0]  # a session nobody follows goes there, to be refused
+        plans: dict[MonitorProcess, list] = {child: [] for child in self.children}
         for run_id, batch_id, session_ids, ids in plan:
-            parts: list[tuple[list, list]] = [([], []) for _ in self.children]
+            parts: dict[MonitorProcess, tuple[list, list]] = {
+                child: ([], []) for child in self.children}
             for position, session_id in enumerate(session_ids):
-                sessions, their_ids = parts[session_id % self.count]
+                sessions, their_ids = parts[self._holder.get(session_id, first)]
                 sessions.append(session_id)
                 their_ids += ids[position * width:(position + 1) * width]
-            for child_plan, (sessions, their_ids) in zip(plans, parts):
-                child_plan.append((run_id, batch_id, sessions, their_ids))
-        streams = [child.result_texts(child_plan, version_ids)
-                   for child, child_plan in zip(self.children, plans)]
+            for child, (sessions, their_ids) in parts.items():
+                plans[child].append((run_id, batch_id, sessions, their_ids))
+        streams = [child.result_texts(plans[child], version_ids) for child in self.children]
         for _ in plan:
             for stream in streams:
                 yield next(stream)
@@ -307,7 +312,6 @@ def _serve(inbox: queue.SimpleQueue, answers) -> None:
     """The child's work: messages in order from ``inbox``.  After a failure it only answers
     the questions, each with why it failed."""
     monitor: ArrivalMonitor | None = None
-    share: tuple[int, int] | None = None
     failure: str | None = None
     while True:
         message = inbox.get()
@@ -333,17 +337,14 @@ def _serve(inbox: queue.SimpleQueue, answers) -> None:
             continue
         try:
             if kind == "start":
-                rules, labelers, share = message[1:]
-                monitor = ArrivalMonitor(rules, labelers)
+                monitor = ArrivalMonitor(*message[1:])
             elif kind == "observe" and monitor is not None:
                 monitor.observe(*message[1:])
-            elif kind == "observe_copy_text" and monitor is not None:
-                # The COPY layout belongs to the loader; the module is plain Python too.
-                from studio.traces.copytext import monitor_rows
-
-                text, stored_before = message[1:]
-                monitor.observe(monitor_rows(text.decode("utf-8", "surrogatepass"), share),
-                                stored_before)
+            elif kind == "observe_payload" and monitor is not None:
+                payload, picks, stored_before = message[1:]
+                values = marshal.loads(payload)
+                monitor.observe([(session_id, step, *values[place])
+                                 for place, session_id, step in picks], stored_before)
         except Exception as exc:  # noqa: BLE001 - reported when the parent asks
             failure = f"{type(exc).__name__}: {exc}"
 

@@ -1,9 +1,9 @@
 """The rows of an upload's direct COPY, read back from the COPY text (no Django).
 
 The writer of ``studio.traces.services`` streams each batch of events to Postgres as COPY text
-in the columns of ``DIRECT_COLUMNS``.  An audit on arrival running in a child process is sent
-that same text once the batch is committed, and reads the rows from it here: the writer, whose
-thread the load waits for, then spends nothing on handing the rows over.
+in the columns of ``DIRECT_COLUMNS``.  When the events were parsed in a child process
+(``studio.traces.parsing``), the loading process holds them only as that text, and an audit on
+arrival in the loading process reads the rows back from it here.
 """
 
 from __future__ import annotations
@@ -33,19 +33,14 @@ def json_value(field: str) -> Any:
     return None if text is None else fast_loads(text)
 
 
-def monitor_rows(text: str, share: tuple[int, int] | None = None) -> list[tuple]:
+def monitor_rows(text: str) -> list[tuple]:
     """``(session_id, step, lifeline, input, output, data, labels)`` of every row of ``text``,
-    in order: what an audit on arrival observes.  ``share``: ``(index, count)``, only the rows
-    whose session id is ``index`` modulo ``count``."""
+    in order: what an audit on arrival observes."""
     # orjson reads every number of the batch as the json module does unless some run of 19
     # digits could be an integer beyond 64 bits: then each value is read on its own.
     exact = _LONG_DIGITS.search(text) is None
     rows = []
-    lines = text.split("\n")
-    if share is not None and share[1] > 1:
-        index, count = share
-        lines = [line for line in lines if line and int(line[:line.index("\t")]) % count == index]
-    for line in lines:
+    for line in text.split("\n"):
         if not line:
             continue
         fields = line.split("\t")

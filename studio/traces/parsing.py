@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import gc
 import json
+import marshal
 import math
 import re
 import sys
 import time
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,6 +60,8 @@ class Row:
     tail: str
     event: dict | None = None
     session_id: int = 0
+    share: int = 0      # with payloads: the share of its session, and its place in that share
+    position: int = 0
 
 
 @dataclass
@@ -65,6 +69,24 @@ class Batch:
     items: list     # Row or LineError, in file order
     start: int      # the upload's items loaded before this batch: its checkpoint
     position: int   # bytes of the file read when the batch was cut
+    # When asked for (``shares``): per share of the sessions, what monitoring its rows needs,
+    # ``(lifeline, input, output, data, labels)`` each, in marshal's format - read back in a
+    # monitoring process much faster than the COPY text is; None when not asked for, or when
+    # a value marshal cannot write came up.
+    payloads: list[bytes] | None = None
+
+
+def share_of(session: str, shares: int) -> int:
+    """Which of ``shares`` monitoring processes follows a session (the same in every process,
+    unlike ``hash``)."""
+    return zlib.crc32(session.encode("utf-8", "surrogatepass")) % shares
+
+
+def _marshalled(lists: list[list]) -> list[bytes] | None:
+    try:
+        return [marshal.dumps(values) for values in lists]
+    except ValueError:  # a value of a type marshal does not write: no decoder makes one
+        return None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -142,23 +164,28 @@ def serialise(event: dict) -> tuple[str | None, str | None]:
 # Batches
 
 def batches(items: Iterable[dict | LineError], handle, skip: int, sizes: BatchSizes,
-            keep_events: bool = True) -> Iterator[Batch]:
+            keep_events: bool = True, shares: int = 0) -> Iterator[Batch]:
     """The parser's ``items`` after the first ``skip`` (loaded before: the checkpoint), as
-    batches; ``handle`` is the file being read, for the position of each cut."""
+    batches; ``handle`` is the file being read, for the position of each cut.  ``shares``: make
+    each batch's ``payloads`` for that many monitoring processes (0: none)."""
     next_start = skip
     batch: list[Row | LineError] = []
     events = size = 0
     limit = min(sizes.first, sizes.events)
     last_line: int | None = None
+    share_cache: dict[str, int] = {}
+    payloads: list[list] = [[] for _ in range(shares)]
     for position, item in enumerate(items, start=1):
         if position <= skip:
             continue
         line = item.line if isinstance(item, LineError) else item["line"]
         # Batches end between records, so a record's events and errors are counted together.
         if (events >= limit or size >= sizes.bytes) and line != last_line and batch:
-            yield Batch(batch, next_start, _tell(handle))
+            yield Batch(batch, next_start, _tell(handle),
+                        _marshalled(payloads) if shares else None)
             next_start += len(batch)
             batch, events, size = [], 0, 0
+            payloads = [[] for _ in range(shares)]
             limit = min(2 * limit, sizes.events)
         last_line = line
         if isinstance(item, LineError):
@@ -168,12 +195,22 @@ def batches(items: Iterable[dict | LineError], handle, skip: int, sizes: BatchSi
         if problem:
             batch.append(LineError(line, problem))
             continue
-        batch.append(Row(len(batch), line, item["session"], item["step"], item["event_id"], tail,
-                         item if keep_events else None))
+        session = item["session"]
+        row = Row(len(batch), line, session, item["step"], item["event_id"], tail,
+                  item if keep_events else None)
+        if shares:
+            share = share_cache.get(session)
+            if share is None:
+                share = share_cache[session] = share_of(session, shares)
+            values = payloads[share]
+            row.share, row.position = share, len(values)
+            values.append((item["lifeline"] or "", item["input"], item["output"], item["data"],
+                           item["labels"]))
+        batch.append(row)
         events += 1
         size += len(tail) + 20
     if batch:
-        yield Batch(batch, next_start, _tell(handle))
+        yield Batch(batch, next_start, _tell(handle), _marshalled(payloads) if shares else None)
 
 
 def _tell(handle) -> int:
@@ -207,10 +244,10 @@ class ParseProcess:
     ANSWER_SECONDS = 600.0
 
     def __init__(self, path: Path, format: str, options: dict, name: str, skip: int,
-                 sizes: BatchSizes):
+                 sizes: BatchSizes, shares: int = 0):
         self._child = spawn(self.program)
         try:
-            send(self._child.stdin, (str(path), format, options, name, skip, sizes))
+            send(self._child.stdin, (str(path), format, options, name, skip, sizes, shares))
         except OSError as exc:
             self.close()
             raise ParseFailed(f"the parsing process did not start ({exc})") from None
@@ -223,7 +260,7 @@ class ParseProcess:
             if kind == "items":
                 items += [Row(*item) if type(item) is tuple else item for item in message[1]]
             elif kind == "cut":
-                yield Batch(items, message[1], message[2])
+                yield Batch(items, *message[1:])
                 items = []
             elif kind == "done":
                 return
@@ -254,18 +291,18 @@ class ParseProcess:
 
 
 def _serve(path: str, format: str, options: dict, name: str, skip: int, sizes: BatchSizes,
-           out) -> None:
+           shares: int, out) -> None:
     try:
         with open(path, "rb") as handle:
             parsed = formats.parse(format, handle, options, name=name)
-            for batch in batches(parsed, handle, skip, sizes, keep_events=False):
+            for batch in batches(parsed, handle, skip, sizes, keep_events=False, shares=shares):
                 items = batch.items
                 for offset in range(0, len(items), _ITEMS_PER_MESSAGE):
                     send(out, ("items", [
-                        (i.seq, i.line, i.session, i.step, i.event_id, i.tail)
-                        if type(i) is Row else i
+                        (i.seq, i.line, i.session, i.step, i.event_id, i.tail, None, 0, i.share,
+                         i.position) if type(i) is Row else i
                         for i in items[offset:offset + _ITEMS_PER_MESSAGE]]))
-                send(out, ("cut", batch.start, batch.position))
+                send(out, ("cut", batch.start, batch.position, batch.payloads))
     except BrokenPipeError:
         return  # the parent stopped reading: it has given up on this parse
     except OptionsError as exc:

@@ -317,14 +317,15 @@ def _fail(upload: Upload, message: str) -> None:
 
 
 @contextmanager
-def _batches(upload: Upload, threaded: bool) -> Iterator[Iterator[Batch]]:
-    """The upload's batches after its checkpoint: from a child process for a big file loaded
-    with threads (``PARSE_PROCESS_MIN_BYTES``), else parsed in this thread."""
+def _batches(upload: Upload, threaded: bool, shares: int) -> Iterator[Iterator[Batch]]:
+    """The upload's batches after its checkpoint, with payloads for ``shares`` monitoring
+    processes: from a child process for a big file loaded with threads
+    (``PARSE_PROCESS_MIN_BYTES``), else parsed in this thread."""
     sizes = BatchSizes(FIRST_BATCH_EVENTS, BATCH_EVENTS, BATCH_BYTES)
     options = upload.options or {}
     if threaded and upload.size >= settings.PARSE_PROCESS_MIN_BYTES:
         child = ParseProcess(stored_file(upload), upload.format, options, upload.filename,
-                             upload.items_done, sizes)
+                             upload.items_done, sizes, shares)
         try:
             yield iter(child)
         finally:
@@ -332,7 +333,7 @@ def _batches(upload: Upload, threaded: bool) -> Iterator[Iterator[Batch]]:
         return
     with open(stored_file(upload), "rb") as handle:
         items = formats.parse(upload.format, handle, options, name=upload.filename)
-        yield parsing.batches(items, handle, upload.items_done, sizes)
+        yield parsing.batches(items, handle, upload.items_done, sizes, shares=shares)
 
 
 def _parse(upload: Upload) -> None:
@@ -357,8 +358,9 @@ def _load_and_finish(upload: Upload, arrival, threaded: bool) -> None:
     store = _Store(upload, arrival)
     sink = _Background(store) if threaded else store
     done = upload.items_done
+    shares = arrival.shares if arrival is not None else 0
     try:
-        with _batches(upload, threaded) as batches:
+        with _batches(upload, threaded, shares) as batches:
             for batch in batches:
                 sink.put(batch)
                 done = batch.start + len(batch.items)
@@ -438,15 +440,26 @@ def direct_copy_text(rows: list[Row], workspace_id: int, upload_id: int) -> str:
 
 class CommittedRows:
     """A batch's rows once committed, for an audit on arrival: as tuples ``(session_id, step,
-    lifeline, input, output, data, labels)`` (``tuples()``) or as direct COPY text (``text()``;
+    lifeline, input, output, data, labels)`` (``tuples()``), as direct COPY text (``text()``;
     ``copy_text`` is the text they went in with, None when they did not go in by one direct
-    COPY), each made when asked."""
+    COPY), each made when asked; and, when the batch has them, as its ``payloads`` per share of
+    the sessions with the rows of each share that were stored (``picks()``)."""
 
-    __slots__ = ("rows", "copy_text")
+    __slots__ = ("rows", "copy_text", "payloads")
 
-    def __init__(self, rows: list[Row], copy_text: str | None):
+    def __init__(self, rows: list[Row], copy_text: str | None,
+                 payloads: list[bytes] | None = None):
         self.rows = rows
         self.copy_text = copy_text
+        self.payloads = payloads
+
+    def picks(self) -> list[list[tuple[int, int, int]]]:
+        """Per share, ``(place in the share's payload, session id, step)`` of each stored row,
+        in order."""
+        picks: list[list[tuple[int, int, int]]] = [[] for _ in self.payloads or ()]
+        for row in self.rows:
+            picks[row.share].append((row.position, row.session_id, row.step))
+        return picks
 
     def text(self) -> str:
         if self.copy_text is None:
@@ -504,7 +517,7 @@ class _Store:
                 events_stored=F("events_stored") + len(stored),
                 items_done=batch.start + len(batch.items), bytes_read=batch.position)
         if self.observer is not None and stored:
-            self.observer.observe(CommittedRows(stored, self.copied), before)
+            self.observer.observe(CommittedRows(stored, self.copied, batch.payloads), before)
 
     # -- one batch -----------------------------------------------------------------------------
 

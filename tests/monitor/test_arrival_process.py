@@ -4,14 +4,13 @@ gives exactly what the same monitor gives in this process, and its failures are 
 from __future__ import annotations
 
 import io
-import json
+import marshal
 import random
 import time
 
 import pytest
 
 from studio.childprocess import receive, send
-from studio.copyformat import NULL, json_field, text_field
 from studio.monitor.arrival import ArrivalFailed, ArrivalMonitor, MonitorProcess, MonitorProcesses
 from studio.monitor.results import copy_texts
 
@@ -114,37 +113,33 @@ def test_result_texts_from_the_child_are_the_copy_texts_of_its_results():
     assert any(violations for _, violations in expected)
 
 
-def _copy_text(rows: list[tuple]) -> str:
-    """The rows as an upload's direct COPY text (``studio.traces.copytext.DIRECT_COLUMNS``)."""
-    def value(v):
-        return json_field(json.dumps(v))
+class _Payloads:
+    """Hands children each batch cut into payloads, one per child, as the loader does."""
 
-    return "".join(
-        f"{session}\t{step}\t1\t2\tupload\t{NULL}\t{text_field(lifeline)}\t{NULL}\t"
-        f"{value(input)}\t{value(output)}\t{value(data)}\t{value(labels)}\t\t\t\n"
-        for session, step, lifeline, input, output, data, labels in rows)
-
-
-class _Texts:
-    """Hands a monitor each batch as copy text, as the loader does for child processes."""
-
-    def __init__(self, monitor):
-        self.monitor = monitor
+    def __init__(self, children: MonitorProcesses):
+        self.children = children
 
     def observe(self, rows, before):
-        self.monitor.observe_copy_text(_copy_text(rows), before)
+        count = len(self.children.children)
+        values: list[list] = [[] for _ in range(count)]
+        picks: list[list] = [[] for _ in range(count)]
+        for session, step, *payload in rows:
+            share = (session * 7) % count  # any split that keeps a session with one child
+            picks[share].append((len(values[share]), session, step))
+            values[share].append(tuple(payload))
+        self.children.observe_payloads([marshal.dumps(v) for v in values], picks, before)
 
     def __getattr__(self, name):
-        return getattr(self.monitor, name)
+        return getattr(self.children, name)
 
 
-@pytest.mark.parametrize("count, as_text", [(2, False), (3, True), (1, True)])
-def test_children_sharing_the_sessions_give_what_the_monitor_gives_here(count, as_text):
+@pytest.mark.parametrize("count, as_payloads", [(2, False), (3, True), (1, True)])
+def test_children_sharing_the_sessions_give_what_the_monitor_gives_here(count, as_payloads):
     batches = _batches(count + 10)
     here = _follow(ArrivalMonitor(RULES, LABELERS), batches)
     children = MonitorProcesses(RULES, LABELERS, count)
     try:
-        there = _follow(_Texts(children) if as_text else children, batches)
+        there = _follow(_Payloads(children) if as_payloads else children, batches)
     finally:
         children.close()
     assert sorted(here[0]) == sorted(there[0]) and here[1] == there[1]
@@ -160,7 +155,7 @@ def test_children_sharing_the_sessions_hand_over_the_same_result_rows():
     expected = list(here.result_texts(plan, versions))
     children = MonitorProcesses(RULES, LABELERS, 3)
     try:
-        _follow(_Texts(children), batches)
+        _follow(_Payloads(children), batches)
         got = list(children.result_texts(plan, versions))
         first = candidates[0]
         assert children.followed([first, 999]) == {first: _steps_of(batches, first)}

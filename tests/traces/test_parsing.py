@@ -6,7 +6,9 @@ come as the same errors."""
 from __future__ import annotations
 
 import errno
+import io
 import json
+import marshal
 import os
 import random
 import signal
@@ -17,21 +19,29 @@ from hypothesis import strategies as st
 
 from studio.traces import formats
 from studio.traces.formats import LineError, OptionsError
-from studio.traces.parsing import BatchSizes, ParseFailed, ParseProcess, Row, batches, serialise
+from studio.traces.parsing import (
+    BatchSizes,
+    ParseFailed,
+    ParseProcess,
+    Row,
+    batches,
+    serialise,
+    share_of,
+)
 
 from .data import data_file
 
 SMALL = BatchSizes(first=3, events=40, bytes=16 * 1024 * 1024)
 
 
-def _parsed(path, format="jsonl", options=None, skip=0, sizes=SMALL):
+def _parsed(path, format="jsonl", options=None, skip=0, sizes=SMALL, shares=0):
     with open(path, "rb") as handle:
         items = formats.parse(format, handle, options or {}, name=path.name)
-        return list(batches(items, handle, skip, sizes))
+        return list(batches(items, handle, skip, sizes, shares=shares))
 
 
-def _from_child(path, format="jsonl", options=None, skip=0, sizes=SMALL):
-    child = ParseProcess(path, format, options or {}, path.name, skip, sizes)
+def _from_child(path, format="jsonl", options=None, skip=0, sizes=SMALL, shares=0):
+    child = ParseProcess(path, format, options or {}, path.name, skip, sizes, shares)
     try:
         return list(child)
     finally:
@@ -40,8 +50,9 @@ def _from_child(path, format="jsonl", options=None, skip=0, sizes=SMALL):
 
 def _plain(batch_list) -> list:
     """The batches as comparable values: a row without its event (a child does not send it)."""
-    return [(b.start, b.position, [
-        (i.seq, i.line, i.session, i.step, i.event_id, i.tail, i.session_id)
+    # Payloads compared as read back: marshal's bytes depend on how objects are shared.
+    return [(b.start, b.position, b.payloads and [marshal.loads(p) for p in b.payloads], [
+        (i.seq, i.line, i.session, i.step, i.event_id, i.tail, i.session_id, i.share, i.position)
         if isinstance(i, Row) else i for i in b.items]) for b in batch_list]
 
 
@@ -108,6 +119,40 @@ def test_batches_hold_every_item_after_the_checkpoint_in_order(tmp_path_factory,
     assert positions == sorted(positions) and (not got or positions[-1] == path.stat().st_size)
 
 
+@pytest.mark.parametrize("shares", [1, 3])
+def test_payloads_hold_what_monitoring_reads_of_each_row_by_share(tmp_path, shares):
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(_log(random.Random(shares), 300))
+    got = _parsed(path, shares=shares)
+    for batch in got:
+        payloads = [marshal.loads(p) for p in batch.payloads]
+        rows = [i for i in batch.items if isinstance(i, Row)]
+        assert sum(map(len, payloads)) == len(rows)
+        for row in rows:
+            event = row.event
+            assert row.share == share_of(row.session, shares)
+            assert payloads[row.share][row.position] == (
+                event["lifeline"] or "", event["input"], event["output"], event["data"],
+                event["labels"])
+    assert len({row.share for b in got for row in b.items if isinstance(row, Row)}) == shares
+    assert all(b.payloads is None for b in _parsed(path))  # none unless asked for
+
+
+def test_a_value_marshal_cannot_write_leaves_its_batch_without_payloads():
+    class Name(str):
+        pass
+
+    def event(line, output):
+        return {"session": "s", "step": None, "lifeline": "", "timestamp": None, "input": None,
+                "output": output, "data": {}, "labels": None, "event_id": None,
+                "message": None, "line": line}
+
+    items = [event(1, "a"), event(2, Name("b")), event(3, "c")]
+    got = list(batches(items, io.BytesIO(), 0, BatchSizes(2, 2, 1 << 20), shares=2))
+    assert [len(b.items) for b in got] == [2, 1]  # stored all the same
+    assert got[0].payloads is None and got[1].payloads is not None
+
+
 # ---------------------------------------------------------------------------------------------
 # The child process gives the same batches
 
@@ -124,13 +169,14 @@ def test_a_child_process_gives_the_batches_of_the_shared_logs(name, format, opti
     assert _plain(_from_child(path, format, options)) == _plain(here)
 
 
-@pytest.mark.parametrize("seed, skip", [(1, 0), (2, 37), (3, 500)])
-def test_a_child_process_gives_the_batches_of_a_log_with_bad_lines(tmp_path, seed, skip):
+@pytest.mark.parametrize("seed, skip, shares", [(1, 0, 0), (2, 37, 2), (3, 500, 3)])
+def test_a_child_process_gives_the_batches_of_a_log_with_bad_lines(tmp_path, seed, skip,
+                                                                     shares):
     path = tmp_path / "log.jsonl"
     path.write_bytes(_log(random.Random(seed), 400))
-    here = _parsed(path, skip=skip)
+    here = _parsed(path, skip=skip, shares=shares)
     assert any(isinstance(i, LineError) for b in here for i in b.items) or skip >= 400
-    got = _from_child(path, skip=skip)
+    got = _from_child(path, skip=skip, shares=shares)
     assert _plain(got) == _plain(here)
     assert all(i.event is None for b in got for i in b.items if isinstance(i, Row))
 
