@@ -1,20 +1,20 @@
 """Audit on arrival: an upload asked to be audited is monitored while it loads.
 
-Reading a million events back from the database to audit them costs about as much as loading
-them did.  When the uploader asks for an audit (``Upload.audit_requested``), the rows the load
-has just committed are handed to an ``ArrivalAudit``, which labels and monitors them while the
-database is busy with the next batch.  For a big file (``ARRIVAL_PROCESS_MIN_BYTES``) loaded
-with threads, the labelling and monitoring run in ``ARRIVAL_PROCESSES`` child processes
+Reading a million events back from the database to audit them costs about as much as loading them
+did.  When the uploader asks for an audit (``Upload.audit_requested``), the rows the load has just
+committed are handed to an ``ArrivalAudit``, which labels and monitors them while the database is
+busy with the next batch.  For a big file (``ARRIVAL_PROCESS_MIN_BYTES``) loaded with threads, the
+labelling and monitoring run in ``ARRIVAL_PROCESSES`` child processes
 (``studio.monitor.arrival.MonitorProcesses``) that share the sessions out: the monitoring is the
-load's biggest piece of Python, and on one core it would still be busy long after the last
-batch is written.  Otherwise they run in the parsing thread, between two batches (``drain``), not on a thread of
-their own: a third busy Python thread would hold the GIL against the writing thread, which must
-get it back at once after each database call to keep the database busy.  When the upload is
-parsed, ``finish_upload_audit`` creates the audit run in the same transaction that marks the
-upload parsed: the batches of sessions monitored on arrival are stored as done, the others are
-planned and enqueued like any audit's batches.  A child process hands its results over as the
-COPY text of each batch, which Postgres loads while the child writes the next.  The results are
-the ones a separate audit of the upload would store (tests compare them).
+load's biggest piece of Python, and on one core it would still be busy long after the last batch is
+written.  Otherwise they run in the parsing thread, between two batches (``drain``), not on a thread
+of their own: a third busy Python thread would hold the GIL against the writing thread, which must
+get it back at once after each database call to keep the database busy.  When the upload is parsed,
+``finish_upload_audit`` creates the audit run in the same transaction that marks the upload parsed:
+the batches of sessions monitored on arrival are stored as done, the others are planned and enqueued
+like any audit's batches.  The child processes hand their results over as the COPY text of each
+batch, which Postgres loads while they write the next.  The results are the ones a separate audit of
+the upload would store (tests compare them).
 
 A session is monitored on arrival only when that is sure to give the audit's answer:
 
@@ -60,6 +60,9 @@ from . import services
 from .models import LabelCorrection
 
 log = logging.getLogger(__name__)
+
+# Results are handed over from the monitoring processes this many sessions at a time.
+HANDOVER_SESSIONS = 25
 
 
 class ArrivalAudit:
@@ -170,12 +173,17 @@ class ArrivalAudit:
         return services.Precomputed.of(self.monitor.results(expected, self.version_ids))
 
     def _store_streamed(self, batches) -> None:
-        """Store the child's results as COPY texts it makes batch by batch: Postgres loads one
-        batch while the child serialises the next.  ``ArrivalFailed`` if the child fails."""
+        """Store the children's results as COPY texts they make a few sessions at a time:
+        Postgres loads one part while the children serialise the next, and little is left to
+        load after the last is made.  ``ArrivalFailed`` if a child fails."""
         count = len(self.version_ids)
         ids = iter(services.draw_result_ids(count * sum(len(b.session_ids) for b in batches)))
-        plan = [(b.run_id, b.pk, b.session_ids,
-                 [next(ids) for _ in range(count * len(b.session_ids))]) for b in batches]
+        plan = []
+        for batch in batches:
+            for start in range(0, len(batch.session_ids), HANDOVER_SESSIONS):
+                part = batch.session_ids[start:start + HANDOVER_SESSIONS]
+                plan.append((batch.run_id, batch.pk, part,
+                             [next(ids) for _ in range(count * len(part))]))
         for texts in self.monitor.result_texts(plan, self.version_ids):
             services.copy_result_texts(*texts)
 

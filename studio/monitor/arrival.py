@@ -4,12 +4,12 @@
 gives each session's results as an audit stores them.  ``studio.audits.arrival`` decides which
 sessions that is exact for and stores the results; this module only follows the rows.
 
-A big upload's monitoring runs in a child process (``MonitorProcess``; this module is its
-program: ``python -m studio.monitor.arrival``).  Parsing, checking and writing the rows already
-keep one core busy in the uploading process, and Python runs one thread at a time: in a process
-of its own, labelling and monitoring use the machine's other core instead of taking turns with
-the parser.  The child reads messages as soon as they come (a thread of its own), so the writer
-never waits for it; it exits when its input closes, also when its parent was killed.
+A big upload's monitoring runs in child processes (``MonitorProcess``; this module is their
+program: ``python -m studio.monitor.arrival``) that share its sessions out
+(``MonitorProcesses``).  Python runs one thread at a time in a process: in processes of their
+own, labelling and monitoring use whatever core is free instead of taking turns with the parser
+and the writer.  A child reads messages as soon as they come (a thread of its own), so the
+writer never waits for it; it exits when its input closes, also when its parent was killed.
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 ``create_upload`` streams the file to ``UPLOAD_ROOT`` while hashing it; the same file uploaded
 again to the same workspace is the same upload.  ``parse_upload`` (the Celery task's service) runs
-the format's parser over the stored file and loads its events in batches, one transaction each:
+the format's parser over the stored file (in a child process for a big file on Postgres,
+``studio.traces.parsing``) and loads its events in batches, one transaction each:
 
 - sessions are looked up (created when new) and locked in bulk, so no other writer adds steps to
   them while a batch numbers its step-less events after their stored steps;
