@@ -61,9 +61,6 @@ from .models import LabelCorrection
 
 log = logging.getLogger(__name__)
 
-# Results are handed over from the monitoring processes this many sessions at a time.
-HANDOVER_SESSIONS = 25
-
 
 class ArrivalAudit:
     """Monitors the rows of one upload as they are committed (``observe``), in commit order:
@@ -173,17 +170,12 @@ class ArrivalAudit:
         return services.Precomputed.of(self.monitor.results(expected, self.version_ids))
 
     def _store_streamed(self, batches) -> None:
-        """Store the children's results as COPY texts they make a few sessions at a time:
-        Postgres loads one part while the children serialise the next, and little is left to
-        load after the last is made.  ``ArrivalFailed`` if a child fails."""
+        """Store the children's results as COPY texts they make batch by batch: Postgres loads
+        one batch while the children serialise the next.  ``ArrivalFailed`` if a child fails."""
         count = len(self.version_ids)
         ids = iter(services.draw_result_ids(count * sum(len(b.session_ids) for b in batches)))
-        plan = []
-        for batch in batches:
-            for start in range(0, len(batch.session_ids), HANDOVER_SESSIONS):
-                part = batch.session_ids[start:start + HANDOVER_SESSIONS]
-                plan.append((batch.run_id, batch.pk, part,
-                             [next(ids) for _ in range(count * len(part))]))
+        plan = [(b.run_id, b.pk, b.session_ids,
+                 [next(ids) for _ in range(count * len(b.session_ids))]) for b in batches]
         for texts in self.monitor.result_texts(plan, self.version_ids):
             services.copy_result_texts(*texts)
 

@@ -281,9 +281,6 @@ def parse_upload(upload_id: int) -> Upload | None:
         _fail(upload, exc.message)
     except OSError as exc:
         _fail(upload, f"the stored file cannot be read ({exc.strerror or exc})")
-    except ParseFailed as exc:
-        logger.error("upload %s: %s", upload_id, exc)
-        _fail(upload, f"parsing stopped: {exc}; the events loaded before it are kept")
     except (OperationalError, InterfaceError):
         raise  # the database is away: the task is retried and resumes from the checkpoint
     except Exception as exc:  # a bug must not leave the upload "parsing" for ever
@@ -318,15 +315,15 @@ def _fail(upload: Upload, message: str) -> None:
 
 
 @contextmanager
-def _batches(upload: Upload, threaded: bool, shares: int) -> Iterator[Iterator[Batch]]:
-    """The upload's batches after its checkpoint, with payloads for ``shares`` monitoring
-    processes: from a child process for a big file loaded with threads
-    (``PARSE_PROCESS_MIN_BYTES``), else parsed in this thread."""
+def _batches(upload: Upload, skip: int, shares: int,
+             in_child: bool) -> Iterator[Iterator[Batch]]:
+    """The upload's batches after its first ``skip`` items, with payloads for ``shares``
+    monitoring processes, parsed in a child process or in this thread."""
     sizes = BatchSizes(FIRST_BATCH_EVENTS, BATCH_EVENTS, BATCH_BYTES)
     options = upload.options or {}
-    if threaded and upload.size >= settings.PARSE_PROCESS_MIN_BYTES:
+    if in_child:
         child = ParseProcess(stored_file(upload), upload.format, options, upload.filename,
-                             upload.items_done, sizes, shares)
+                             skip, sizes, shares)
         try:
             yield iter(child)
         finally:
@@ -334,7 +331,7 @@ def _batches(upload: Upload, threaded: bool, shares: int) -> Iterator[Iterator[B
         return
     with open(stored_file(upload), "rb") as handle:
         items = formats.parse(upload.format, handle, options, name=upload.filename)
-        yield parsing.batches(items, handle, upload.items_done, sizes, shares=shares)
+        yield parsing.batches(items, handle, skip, sizes, shares=shares)
 
 
 def _parse(upload: Upload) -> None:
@@ -360,13 +357,30 @@ def _load_and_finish(upload: Upload, arrival, threaded: bool) -> None:
     sink = _Background(store) if threaded else store
     done = upload.items_done
     shares = arrival.shares if arrival is not None else 0
+
+    def load(batches) -> None:
+        nonlocal done
+        for batch in batches:
+            sink.put(batch)
+            done = batch.start + len(batch.items)
+            if arrival is not None:
+                arrival.drain()  # what the writer committed meanwhile
+
+    # A big file loaded with threads is parsed in a child process (PARSE_PROCESS_MIN_BYTES).
+    in_child = threaded and upload.size >= settings.PARSE_PROCESS_MIN_BYTES
     try:
-        with _batches(upload, threaded, shares) as batches:
-            for batch in batches:
-                sink.put(batch)
-                done = batch.start + len(batch.items)
-                if arrival is not None:
-                    arrival.drain()  # what the writer committed meanwhile
+        try:
+            with _batches(upload, done, shares, in_child) as batches:
+                load(batches)
+        except ParseFailed as exc:
+            if not in_child:
+                raise
+            # The batches handed over so far are loaded in order; this thread parses on after
+            # the last of them, so the load only takes longer.
+            logger.warning("upload %s: %s; parsing on in the loading process after item %s",
+                           upload.pk, exc, done)
+            with _batches(upload, done, shares, in_child=False) as batches:
+                load(batches)
         sink.close()  # every batch written
     finally:
         if threaded:

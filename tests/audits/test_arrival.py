@@ -96,8 +96,6 @@ def where(request, settings, monkeypatch):
         settings.ARRIVAL_PROCESS_MIN_BYTES = settings.PARSE_PROCESS_MIN_BYTES = 0
         _CountedProcess.started = []
         monkeypatch.setattr(arrival, "MonitorProcess", _CountedProcess)
-        # Results handed over in parts smaller than the run's batches (4 sessions).
-        monkeypatch.setattr(arrival, "HANDOVER_SESSIONS", 3)
     else:
         settings.ARRIVAL_PROCESS_MIN_BYTES = 10**12
     if request.param == "parsed-apart":

@@ -530,19 +530,37 @@ def test_a_threaded_load_resumes_after_a_crash_without_duplicates(auditor, monke
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="the writer thread is Postgres's")
 @pytest.mark.django_db(transaction=True)
-def test_a_parse_whose_child_process_dies_fails_with_the_reason(auditor, monkeypatch, settings):
+@pytest.mark.parametrize("when", ["at once", "after the first batch"])
+def test_when_the_parsing_process_dies_the_load_parses_on_and_loses_nothing(
+        auditor, monkeypatch, settings, when):
     from studio.traces.parsing import ParseProcess
 
     settings.PARSE_PROCESS_MIN_BYTES = 0
+    monkeypatch.setattr(services, "BATCH_EVENTS", 50)
+    killed = []
 
     class Dying(ParseProcess):
-        program = ["-c", "import sys; sys.exit(3)"]
+        def __iter__(self):
+            batches = super().__iter__()
+            if when == "after the first batch":
+                yield next(batches)
+            self._child.kill()
+            killed.append(self._child.wait())
+            self._child.stdout.read()  # what it wrote before dying is lost with it
+            yield from batches
 
     monkeypatch.setattr(services, "ParseProcess", Dying)
-    upload = parsed(auditor, auditor.upload(jsonl({"session": "s"}), "jsonl"))
-    assert upload["status"] == "failed" and upload["events_stored"] == 0
-    assert upload["error"] == ("parsing stopped: the parsing process went away (exit status 3); "
-                               "the events loaded before it are kept")
+    # More than the pipe holds after the first batch, so the child is still at work when killed.
+    rows = [{"session": f"s{i % 3}", "output": "x" * 5000, "event_id": f"e{i}"}
+            for i in range(300)]
+    upload = parsed(auditor, auditor.upload(jsonl(*rows), "jsonl"))
+    assert killed == [-9]
+    assert (upload["status"], upload["lines_total"], upload["lines_bad"],
+            upload["events_stored"]) == ("parsed", 300, 0, 300)
+    assert sorted(Event.objects.values_list("event_id", flat=True)) == sorted(
+        f"e{i}" for i in range(300))
+    for session in TraceSession.objects.all():
+        assert list(session.events.values_list("step", flat=True)) == list(range(session.steps))
 
 
 # ---------------------------------------------------------------------------------------------
