@@ -148,9 +148,9 @@ def test_errors_are_paged_and_downloadable_as_csv(auditor):
     assert table[1][1] == "not valid JSON (Expecting value at column 1)"
 
 
-def test_progress_resumes_after_a_crash_without_duplicates(auditor, monkeypatch):
-    rows = [{"session": f"s{i % 7}", "output": i} for i in range(1000)]
-    rows[500] = "broken"
+def _crash_after_four_batches(auditor, monkeypatch, rows) -> Upload:
+    """Upload ``rows`` in batches of 100 with the worker dying after the fourth is written;
+    the upload as the crash leaves it, the writer put back."""
     monkeypatch.setattr(services, "BATCH_EVENTS", 100)
     written = []
     real_put = services._Store.put
@@ -164,12 +164,19 @@ def test_progress_resumes_after_a_crash_without_duplicates(auditor, monkeypatch)
     monkeypatch.setattr(services._Store, "put", crash_after_the_fourth)
     with pytest.raises(KeyboardInterrupt):
         auditor.upload(jsonl(*rows), "jsonl")
+    monkeypatch.setattr(services._Store, "put", real_put)
     upload = Upload.objects.get()
     assert (upload.status, upload.items_done, upload.events_stored) == ("parsing", 400, 400)
+    return upload
+
+
+def test_progress_resumes_after_a_crash_without_duplicates(auditor, monkeypatch):
+    rows = [{"session": f"s{i % 7}", "output": i} for i in range(1000)]
+    rows[500] = "broken"
+    upload = _crash_after_four_batches(auditor, monkeypatch, rows)
     assert 0 < upload.percent < 99 and upload.bytes_read > 0
     assert auditor.get(f"uploads/{upload.pk}").json()["percent"] == upload.percent
 
-    monkeypatch.setattr(services._Store, "put", real_put)
     services.parse_upload(upload.pk)  # the task delivered again
     upload.refresh_from_db()
     assert (upload.status, upload.attempts, upload.lines_total, upload.lines_bad,
@@ -500,23 +507,7 @@ def test_a_threaded_load_resumes_after_a_crash_without_duplicates(auditor, monke
                                                                    parsed_in):
     rows = [{"session": f"s{i % 7}", "output": i, "event_id": f"e{i}"} for i in range(1000)]
     rows[500] = "broken"
-    monkeypatch.setattr(services, "BATCH_EVENTS", 100)
-    written = []
-    real_put = services._Store.put
-
-    def crash_after_the_fourth(store, batch):
-        real_put(store, batch)
-        written.append(batch.start)
-        if len(written) == 4:
-            raise KeyboardInterrupt("the worker dies")  # not caught by the service
-
-    monkeypatch.setattr(services._Store, "put", crash_after_the_fourth)
-    with pytest.raises(KeyboardInterrupt):
-        auditor.upload(jsonl(*rows), "jsonl")
-    upload = Upload.objects.get()
-    assert (upload.status, upload.items_done, upload.events_stored) == ("parsing", 400, 400)
-
-    monkeypatch.setattr(services._Store, "put", real_put)
+    upload = _crash_after_four_batches(auditor, monkeypatch, rows)
     services.parse_upload(upload.pk)  # the task delivered again
     upload.refresh_from_db()
     assert (upload.status, upload.lines_total, upload.lines_bad, upload.events_stored) == (
