@@ -245,7 +245,10 @@ class ParseProcess:
 
     def __init__(self, path: Path, format: str, options: dict, name: str, skip: int,
                  sizes: BatchSizes, shares: int = 0):
-        self._child = spawn(self.program)
+        try:  # a failure to start is not the file's: the loader parses in its own process
+            self._child = spawn(self.program)
+        except OSError as exc:
+            raise ParseFailed(f"the parsing process did not start ({exc})") from None
         try:
             send(self._child.stdin, (str(path), format, options, name, skip, sizes, shares))
         except OSError as exc:

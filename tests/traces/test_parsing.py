@@ -250,3 +250,16 @@ def test_closing_in_the_middle_ends_the_child(tmp_path):
     next(iter(child))
     child.close()
     assert child._child.returncode is not None
+
+
+def test_a_child_that_cannot_start_is_a_parse_failure_not_a_file_error(tmp_path, monkeypatch):
+    from studio.traces import parsing
+
+    def no_fork(arguments):
+        raise OSError(errno.EAGAIN, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(parsing, "spawn", no_fork)
+    path = tmp_path / "log.jsonl"
+    path.write_bytes(b'{"session": "s"}\n')
+    with pytest.raises(ParseFailed, match="did not start"):  # the loader then parses in-process
+        ParseProcess(path, "jsonl", {}, path.name, 0, SMALL)
