@@ -226,7 +226,7 @@ WEBHOOK_TOLERANCE_SECONDS = 300
 AUDIT_BATCH_SIZE = env_number("AUDIT_BATCH_SIZE", 200, minimum=1)
 AUDIT_MAX_ATTEMPTS = env_number("AUDIT_MAX_ATTEMPTS", 3, minimum=1)
 # An upload audited as it loads, on Postgres, from this size on: its labelling and monitoring
-# run in a child process, on a core of their own (studio.audits.arrival).  Smaller files are
+# run in child processes, on cores of their own (studio.audits.arrival).  Smaller files are
 # monitored in the loading process, where starting a process would cost more than it saves.
 ARRIVAL_PROCESS_MIN_BYTES = env_number("ARRIVAL_PROCESS_MIN_BYTES", 8 * 1024 * 1024)
 # How many such child processes share the sessions of one upload out.

@@ -232,9 +232,9 @@ class MonitorProcesses:
     """``MonitorProcess`` children sharing an upload's sessions out, with the same methods:
     the monitoring of a big upload is the slowest part of its load, and sessions are monitored
     independently of each other, so several children use several cores.  The rows come cut
-    into one payload per child (``observe_payloads``); ``observe`` sends each child the rows of
-    the session ids it is given (by remainder).  Which child follows which session is learnt
-    from ``followed``, which ``result_texts`` needs first."""
+    into one payload per child (``observe_payloads``, the loader decides which child follows a
+    session); which child follows which is learnt from ``followed``, which ``result_texts``
+    needs first."""
 
     def __init__(self, rules: list[tuple[str, str]], labelers: list[dict], count: int,
                  process: type[MonitorProcess] = MonitorProcess):
@@ -246,13 +246,6 @@ class MonitorProcesses:
         except BaseException:
             self.close()
             raise
-
-    def observe(self, rows: list[tuple], stored_before: dict[int, int | None]) -> None:
-        parts: list[list[tuple]] = [[] for _ in self.children]
-        for row in rows:
-            parts[row[0] % len(parts)].append(row)
-        for child, part in zip(self.children, parts):
-            child.observe(part, stored_before)
 
     def observe_payloads(self, payloads: list[bytes], picks: list[list[tuple[int, int, int]]],
                          stored_before: dict[int, int | None]) -> None:
