@@ -9,7 +9,9 @@ way round) - and takes less time per event:
   does, per label set as the rule sees it (``LabelKeys``: only the rule's own atoms and data
   atoms count): nothing (the rule is skipped, as ``SessionMonitor`` skips it), or which of the
   rule's two monitors change, how, and the node after the step.  So a step costs one list index
-  per rule plus the work of the monitors that change: no configuration is rebuilt afterwards, a
+  per rule it looks at plus the work of the monitors that change, and it looks only at the
+  rules whose items it holds and the rules whose node does something on a step holding none
+  of them (most nodes do nothing then): no configuration is rebuilt afterwards, a
   monitor the step leaves alone is not run, and the commonest steps of instance-level monitors
   (an obligation opened, obligations discharged) are taken without ``update``'s lookups.
 * Data atoms are read once per path and event, by tests compiled once per rule set; ``prev()``
@@ -70,23 +72,45 @@ def relevant_items(formula: Formula) -> tuple:
 
 class LabelKeys:
     """Per label set, one key per rule: the rule's relevant items the set holds, numbered in
-    the order the rule first met them (0, 1, 2, ...), so that rows stay as short as the number
-    of label sets the rule can tell apart.  Numbers are never reused; past ``NODE_ROW_LIMIT``
-    of them a rule's further label sets all get ``NODE_ROW_LIMIT``, a key no row reaches."""
+    the order the rule first met them (0 for none of them, then 1, 2, ...), so that rows stay
+    as short as the number of label sets the rule can tell apart.  Numbers are never reused;
+    past ``NODE_ROW_LIMIT`` of them a rule's further label sets all get ``NODE_ROW_LIMIT``, a
+    key no row reaches.
+
+    ``of`` also gives the rules the label set touches (a bit per rule whose key is not 0): a
+    rule whose node does nothing on a step that holds none of its items (``sleeps``) need
+    not be looked at on such a step, and most steps hold the items of only a few rules."""
 
     def __init__(self, ruleset: RuleSet):
         self.items = [relevant_items(rule.formula) for rule in ruleset.rules]
-        self.numbers: list[dict[frozenset, int]] = [{} for _ in ruleset.rules]
-        self.table: dict[frozenset, tuple[int, ...]] = {}
+        self.numbers: list[dict[frozenset, int]] = [{frozenset(): 0} for _ in ruleset.rules]
+        self.table: dict[frozenset, tuple[tuple[int, ...], int]] = {}
+        self.orders: dict[int, tuple[int, ...]] = {}
 
-    def of(self, labels: frozenset) -> tuple[int, ...]:
+    def of(self, labels: frozenset) -> tuple[tuple[int, ...], int]:
+        """The label set's keys, and the bits of the rules whose key is not 0."""
         found = self.table.get(labels)
         if found is None:
             if len(self.table) >= LABELS_LIMIT:
                 self.table.clear()
-            found = self.table[labels] = tuple(
+            keys = tuple(
                 self._number(numbers, frozenset(item for item in items if item in labels))
                 for items, numbers in zip(self.items, self.numbers))
+            touched = 0
+            for i, key in enumerate(keys):
+                if key:
+                    touched |= 1 << i
+            found = self.table[labels] = (keys, touched)
+        return found
+
+    def order(self, bits: int) -> tuple[int, ...]:
+        """The rules whose bits are set, in rule order."""
+        found = self.orders.get(bits)
+        if found is None:
+            if len(self.orders) >= LABELS_LIMIT:
+                self.orders.clear()
+            found = self.orders[bits] = tuple(i for i in range(bits.bit_length())
+                                              if bits >> i & 1)
         return found
 
     @staticmethod
@@ -97,6 +121,12 @@ class LabelKeys:
                 return NODE_ROW_LIMIT
             found = numbers[held] = len(numbers)
         return found
+
+
+def sleeps(node: RuleNode) -> bool:
+    """Whether a step that holds none of the rule's items is known to leave ``node`` alone."""
+    row = node.row
+    return bool(row) and row[0] is QUIET
 
 
 def rule_node(ruleset: RuleSet, rule_index: int, config: tuple) -> RuleNode:
@@ -358,6 +388,8 @@ class FastSessionMonitor(SessionMonitor):
         self._nodes = [rule_node(ruleset, i, (trac.config(), other.config()))
                        for i, (trac, other) in enumerate(zip(self.trac, self.violation_monitors))]
         self._data, self._keys = compile_for_fast(ruleset)
+        # A bit per rule whose node does not sleep: it is looked at on every step.
+        self._awake = sum(1 << i for i, node in enumerate(self._nodes) if not sleeps(node))
 
     # ``previous`` (the snapshot prev() reads) is kept as the values read from the last event
     # and built as SessionMonitor's nested dict only when someone asks for it (to_json).
@@ -415,48 +447,67 @@ class FastSessionMonitor(SessionMonitor):
     def _step(self, labels: frozenset, input: Any, output: Any, changes: list | None) -> None:
         step = self.steps
         self.steps = step + 1
+        label_keys = self._keys
+        keys, touched = label_keys.table.get(labels) or label_keys.of(labels)
+        awake = self._awake
+        visit = touched | awake
+        if not visit:
+            return
         nodes = self._nodes
-        keys = self._keys.table.get(labels) or self._keys.of(labels)
-        for i, node in enumerate(nodes):
-            try:
-                move = node.row[keys[i]]
-            except IndexError:  # a key the row has not reached yet
-                move = None
-            if move is QUIET:
-                continue
-            if move is None:
-                nodes[i] = self._learn(i, node, step, labels, keys[i], input, output, changes)
-                continue
-            nxt, trac_changes, other_step = move
-            if trac_changes:
-                trac = self.trac[i]
-                trac.steps = step  # skipped steps left the counters behind
-                trac.update(labels, input, output)
-                if changes is not None and trac.state.decided:  # it moved: newly decided
-                    changes.append({"rule": trac.machines.rule.name, "step": step,
-                                    "verdict": trac.state.verdict})
-            if other_step is True:
-                other = self.violation_monitors[i]
-                other.steps = step
-                if changes is None:
-                    other.update(labels, input, output)
+        # Only rules the step touches and rules awake: every other rule's node sleeps on a
+        # step holding none of its items (its row says QUIET), as the loop would find.
+        try:
+            for i in label_keys.orders.get(visit) or label_keys.order(visit):
+                node = nodes[i]
+                try:
+                    move = node.row[keys[i]]
+                except IndexError:  # a key the row has not reached yet
+                    move = None
+                if move is QUIET:
+                    if not keys[i]:  # awake when it became current; learnt to sleep since
+                        awake &= ~(1 << i)
+                    continue
+                if move is None:
+                    nxt = nodes[i] = self._learn(i, node, step, labels, keys[i], input, output,
+                                                 changes)
                 else:
-                    found = len(other.violations)
-                    other.update(labels, input, output)
-                    if len(other.violations) != found:
-                        name = other.machines.rule.name
-                        changes.extend({"rule": name, "step": step,
-                                        "violation": {"trigger": v.trigger,
-                                                      "detected": v.detected}}
-                                       for v in other.violations[found:])
-            elif other_step:  # known to open one obligation or to discharge some: no violation
-                kind, argument = other_step
-                if kind is OPEN:
-                    self.violation_monitors[i].open_obligation(argument, step, labels, input,
-                                                               output)
+                    nxt, trac_changes, other_step = move
+                    if trac_changes:
+                        trac = self.trac[i]
+                        trac.steps = step  # skipped steps left the counters behind
+                        trac.update(labels, input, output)
+                        if changes is not None and trac.state.decided:  # moved: newly decided
+                            changes.append({"rule": trac.machines.rule.name, "step": step,
+                                            "verdict": trac.state.verdict})
+                    if other_step is True:
+                        other = self.violation_monitors[i]
+                        other.steps = step
+                        if changes is None:
+                            other.update(labels, input, output)
+                        else:
+                            found = len(other.violations)
+                            other.update(labels, input, output)
+                            if len(other.violations) != found:
+                                name = other.machines.rule.name
+                                changes.extend({"rule": name, "step": step,
+                                                "violation": {"trigger": v.trigger,
+                                                              "detected": v.detected}}
+                                               for v in other.violations[found:])
+                    elif other_step:  # known to open an obligation or discharge some
+                        kind, argument = other_step
+                        if kind is OPEN:
+                            self.violation_monitors[i].open_obligation(argument, step, labels,
+                                                                       input, output)
+                        else:
+                            self.violation_monitors[i].discharge(argument)
+                    nodes[i] = nxt
+                row = nxt.row
+                if row and row[0] is QUIET:
+                    awake &= ~(1 << i)
                 else:
-                    self.violation_monitors[i].discharge(argument)
-            nodes[i] = nxt
+                    awake |= 1 << i
+        finally:  # also when a monitor fails mid-step: no rule is left asleep wrongly
+            self._awake = awake
 
     def _learn(self, i: int, node: RuleNode, step: int, labels: frozenset, key: int,
                input: Any, output: Any, changes: list | None) -> RuleNode:
