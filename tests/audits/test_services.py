@@ -467,6 +467,25 @@ def test_witness_json_is_plain_json(team, start):
         {"step": 0, "labels": ["data.amount > 10"], "residual": "F approved"}]
 
 
+def test_witnesses_written_through_the_orm_read_back_whole(team, start):
+    """Postgres keeps witnesses as ``json`` (``StoredJSONField``); a record written through
+    the ORM (the driver sends ``jsonb``) reads back as the value written, as from COPY."""
+    add_rule(team, "big", "G(data.amount > 10 -> F approved)")
+    add_sessions(team, {"s": [{"data": {"amount": 50}}, {"labels": ["x"]}]})
+    run = start(team)
+    result = SessionResult.objects.get(run=run)
+    witness = [{"step": 1, "labels": ["é", 'a "b"', "\\N"], "residual": "F approved\tnow"}]
+    made = ViolationRecord.objects.create(result=result, trigger=1, detected=1, witness=witness)
+    assert ViolationRecord.objects.get(pk=made.pk).witness == witness
+    assert ViolationRecord.objects.filter(pk=made.pk).values_list("witness", flat=True)[0] \
+        == witness
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_typeof(witness)::text FROM audits_violationrecord"
+                           " WHERE id = %s", [made.pk])
+            assert cursor.fetchone() == ("json",)
+
+
 _odd_text = st.lists(st.sampled_from(["a", "é", "\\", "\t", "\n", "\r", "\\N", '"', "😀", " "]),
                      max_size=6).map("".join)
 
