@@ -153,7 +153,7 @@ def _read(request: HttpRequest, slug: str, key: str):
 
 def _answer(run):
     try:
-        return run()
+        return intake.on_recent_connection(run)
     except intake.Refused as exc:
         return problem(exc.status, exc.message, exc.headers)
     except services.LabelerUnavailable as exc:

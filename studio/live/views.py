@@ -41,7 +41,7 @@ def otlp_traces(request: HttpRequest):
         return _status(415, "this endpoint takes OTLP/HTTP JSON (Content-Type: "
                             "application/json); protobuf is not supported")
     try:
-        return _export(request)
+        return intake.on_recent_connection(lambda: _export(request))
     except intake.Refused as exc:
         return _status(exc.status, exc.message, exc.headers)
     except (OperationalError, InterfaceError):

@@ -9,10 +9,10 @@ import zlib
 from unittest import mock
 
 import pytest
-from django.db import OperationalError
+from django.db import OperationalError, close_old_connections, connection, connections
 from django.test import Client, override_settings
 
-from studio.live import services
+from studio.live import intake, services
 from studio.traces.models import Event, TraceSession
 from studio.workspaces import services as workspace_services
 from studio.workspaces.models import WebhookSecret
@@ -254,6 +254,59 @@ def test_an_unavailable_database_is_503_with_retry_after(workspace, token):
     assert response.status_code == 503
     assert stored() == 0
     assert agent.post("s1", [SHIP]).status_code == 200  # the retry stores it
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_connection_dropped_between_live_requests_is_replaced_without_an_error(
+        workspace, token, monkeypatch):
+    """A connection that served a live request a moment ago serves the next without Django's
+    health check (a round trip less); when Postgres dropped it meanwhile, the request runs again
+    on a new connection: 200 and the event stored, not a 503.  Idle longer, it is checked."""
+    if connection.vendor != "postgresql":
+        pytest.skip("needs Postgres (a server process to terminate)")
+    import psycopg
+
+    wrapper = connections["default"]
+    checks = []
+    original = type(wrapper).is_usable
+
+    def counted(self):
+        checks.append(1)
+        return original(self)
+
+    monkeypatch.setattr(type(wrapper), "is_usable", counted)
+    agent = Agent("acme", token=token)
+
+    def post(event_id: str):
+        # Between requests a server resets the connection's check (the test client does not).
+        close_old_connections()
+        return agent.post("s1", [{"event_id": event_id}])
+
+    assert post("a").status_code == 200
+    checks.clear()
+    assert post("b").status_code == 200
+    assert checks == []  # used again at once: not checked
+
+    pid = wrapper.connection.info.backend_pid
+    settings = wrapper.settings_dict
+    with psycopg.connect(dbname=settings["NAME"], user=settings["USER"],
+                         host=settings["HOST"] or None, port=settings["PORT"] or None,
+                         password=settings["PASSWORD"] or None, autocommit=True) as other:
+        other.execute("SELECT pg_terminate_backend(%s)", [pid])
+        for _ in range(100):  # the server process exits a moment later
+            if not other.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s",
+                                 [pid]).fetchall():
+                break
+            time.sleep(0.05)
+    response = post("c")
+    assert response.status_code == 200, response.content
+    assert wrapper.connection.info.backend_pid != pid
+    assert sorted(Event.objects.values_list("event_id", flat=True)) == ["a", "b", "c"]
+
+    monkeypatch.setattr(intake, "RECENT_CONNECTION_SECONDS", 0.0)
+    checks.clear()
+    assert post("d").status_code == 200
+    assert checks == [1]  # Django's own check, as for any other request
 
 
 # ---------------------------------------------------------------------------------------------
