@@ -32,8 +32,8 @@ DELIVERY_ID_MAX = 150
 DB_RETRY_AFTER_SECONDS = 5
 
 # A connection that finished a live request this recently serves the next one without Django's
-# health check (CONN_HEALTH_CHECKS: a "SELECT 1" round trip before the request's first query,
-# about a sixth of a live request's CPU in the worker).
+# health check (CONN_HEALTH_CHECKS: a "SELECT 1" round trip before the request's first query;
+# skipping it measured 4% less worker CPU per live request, and one round trip less latency).
 RECENT_CONNECTION_SECONDS = 1.0
 
 
