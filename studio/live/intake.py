@@ -17,6 +17,7 @@ import hmac
 import json
 import time
 import zlib
+from contextvars import ContextVar
 
 from django.conf import settings
 from django.core.cache import cache
@@ -240,7 +241,7 @@ def check_rate(workspace: Workspace, actor: Actor | None) -> None:
     the default local-memory cache each server process counts on its own; a shared cache
     (Redis) makes the limit global.  A cache that fails lets requests through."""
     limit = settings.LIVE_RATE_LIMIT_PER_MINUTE
-    if limit <= 0:
+    if limit <= 0 or _rerunning.get():  # a rerun (on_recent_connection) was counted once
         return
     now = time.time()
     window = int(now // 60)
@@ -255,6 +256,10 @@ def check_rate(workspace: Workspace, actor: Actor | None) -> None:
         retry = max(1, int(60 - now % 60) + 1)
         raise Refused(429, f"more than {limit} requests this minute; retry in {retry} s",
                       {"Retry-After": str(retry)})
+
+
+# True while on_recent_connection runs a request again, which the rate limit counted already.
+_rerunning: ContextVar[bool] = ContextVar("live_request_rerun", default=False)
 
 
 def on_recent_connection(run):
@@ -274,7 +279,11 @@ def on_recent_connection(run):
         if not (skipped and dropped) or connection.in_atomic_block:
             raise
         connection.close()
-        answer = run()
+        token = _rerunning.set(True)
+        try:
+            answer = run()
+        finally:
+            _rerunning.reset(token)
     if connection.connection is not None and not connection.errors_occurred:
         connection.live_request_done_at = time.monotonic()
     return answer

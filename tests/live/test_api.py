@@ -258,15 +258,23 @@ def test_an_unavailable_database_is_503_with_retry_after(workspace, token):
 
 @pytest.mark.django_db(transaction=True)
 def test_a_connection_dropped_between_live_requests_is_replaced_without_an_error(
-        workspace, token, monkeypatch):
+        workspace, token, monkeypatch, settings):
     """A connection that served a live request a moment ago serves the next without Django's
     health check (a round trip less); when Postgres dropped it meanwhile, the request runs again
-    on a new connection: 200 and the event stored, not a 503.  Idle longer, it is checked."""
+    on a new connection: 200 and the event stored, not a 503, and counted once by the rate
+    limit.  Idle longer, it is checked."""
     if connection.vendor != "postgresql":
         pytest.skip("needs Postgres (a server process to terminate)")
     import psycopg
+    from django.core.cache import cache
+
+    cache.clear()
+    settings.LIVE_RATE_LIMIT_PER_MINUTE = 4  # a, b, c (run twice) and d: the fifth is refused
+    now = time.time()
+    monkeypatch.setattr(intake.time, "time", lambda: now - now % 60 + 30)  # one window
 
     wrapper = connections["default"]
+    database = wrapper.settings_dict
     checks = []
     original = type(wrapper).is_usable
 
@@ -288,10 +296,9 @@ def test_a_connection_dropped_between_live_requests_is_replaced_without_an_error
     assert checks == []  # used again at once: not checked
 
     pid = wrapper.connection.info.backend_pid
-    settings = wrapper.settings_dict
-    with psycopg.connect(dbname=settings["NAME"], user=settings["USER"],
-                         host=settings["HOST"] or None, port=settings["PORT"] or None,
-                         password=settings["PASSWORD"] or None, autocommit=True) as other:
+    with psycopg.connect(dbname=database["NAME"], user=database["USER"],
+                         host=database["HOST"] or None, port=database["PORT"] or None,
+                         password=database["PASSWORD"] or None, autocommit=True) as other:
         other.execute("SELECT pg_terminate_backend(%s)", [pid])
         for _ in range(100):  # the server process exits a moment later
             if not other.execute("SELECT 1 FROM pg_stat_activity WHERE pid = %s",
@@ -305,8 +312,9 @@ def test_a_connection_dropped_between_live_requests_is_replaced_without_an_error
 
     monkeypatch.setattr(intake, "RECENT_CONNECTION_SECONDS", 0.0)
     checks.clear()
-    assert post("d").status_code == 200
+    assert post("d").status_code == 200  # the fourth request: c was counted once
     assert checks == [1]  # Django's own check, as for any other request
+    assert post("e").status_code == 429
 
 
 # ---------------------------------------------------------------------------------------------
