@@ -159,6 +159,20 @@ if not DEBUG:
     if env_bool("BEHIND_TLS_PROXY", False):
         SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
+# Django's cache holds the live rate-limit counters (studio.live.intake.check_rate).  Unset, each
+# server process counts on its own, in local memory; a Redis URL makes one count for every process
+# and host.  Short timeouts: a cache that does not answer lets live requests through, at once.
+CACHE_URL = env_str("CACHE_URL")
+if not CACHE_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+elif CACHE_URL.partition("://")[0] in ("redis", "rediss", "unix"):
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
+                          "LOCATION": CACHE_URL, "KEY_PREFIX": "studio",
+                          "OPTIONS": {"socket_connect_timeout": 0.25, "socket_timeout": 0.25}}}
+else:
+    raise ImproperlyConfigured("CACHE_URL must be a redis://, rediss:// or unix:// URL, "
+                               f"not {CACHE_URL!r}")
+
 # Celery: every setting is read by worker/celery.py from CELERY_<NAME>.
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL")
 if not CELERY_BROKER_URL:

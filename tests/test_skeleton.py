@@ -3,6 +3,7 @@
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -78,6 +79,33 @@ def test_a_mistyped_number_in_the_environment_stops_the_start_naming_it(name, va
 
     assert result.returncode != 0
     assert f"ImproperlyConfigured: {message}" in result.stderr
+
+
+def test_a_cache_url_that_is_not_redis_stops_the_start_naming_it():
+    result = run_python("import studio.settings", CACHE_URL="memcached://cache:11211")
+
+    assert result.returncode != 0
+    assert ("ImproperlyConfigured: CACHE_URL must be a redis://, rediss:// or unix:// URL, "
+            "not 'memcached://cache:11211'") in result.stderr
+
+
+def test_with_a_redis_cache_url_server_processes_share_the_live_rate_counts():
+    """Two server processes, each with CACHE_URL, count one token's requests together."""
+    url = "redis://127.0.0.1:6379/6"
+    try:
+        import redis
+
+        redis.Redis.from_url(url, socket_connect_timeout=1).ping()
+    except Exception as exc:  # noqa: BLE001 - any failure means no usable Redis
+        pytest.skip(f"needs Redis at {url} ({exc})")
+    key = f"live-rate:test:{os.getpid()}:{time.time_ns()}"
+    count = ("import django; django.setup()\n"
+             "from django.core.cache import cache\n"
+             f"cache.add({key!r}, 0, timeout=60); print(cache.incr({key!r}))\n")
+    counts = [run_python(count, CACHE_URL=url, DJANGO_SETTINGS_MODULE="studio.settings")
+              for _ in range(2)]
+
+    assert [r.stdout.strip() for r in counts] == ["1", "2"], [r.stderr for r in counts]
 
 
 def test_without_a_broker_tasks_run_in_process_and_raise_there():

@@ -256,6 +256,19 @@ def test_an_unavailable_database_is_503_with_retry_after(workspace, token):
     assert agent.post("s1", [SHIP]).status_code == 200  # the retry stores it
 
 
+@override_settings(CACHES={"default": {
+    "BACKEND": "django.core.cache.backends.redis.RedisCache",
+    "LOCATION": "redis://127.0.0.1:1/0",  # nobody listens there
+    "OPTIONS": {"socket_connect_timeout": 0.25, "socket_timeout": 0.25}}})
+def test_a_rate_limit_cache_that_does_not_answer_lets_deliveries_through(workspace, token):
+    started = time.monotonic()
+    response = Agent("acme", token=token).post("s1", [{"event_id": "a"}])
+
+    assert response.status_code == 200, response.content
+    assert time.monotonic() - started < 5
+    assert stored() == 1
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_connection_dropped_between_live_requests_is_replaced_without_an_error(
         workspace, token, monkeypatch, settings):
