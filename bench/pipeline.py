@@ -11,6 +11,8 @@ Run from the repository root::
     .venv/bin/python -m bench.pipeline --separate      # + upload, then an audit once parsed
     .venv/bin/python -m bench.pipeline --pairs 3       # + 3 x (bare COPY, upload with audit on
                                                        # arrival) back to back: median ratio
+    .venv/bin/python -m bench.pipeline --pairs 3 --floor  # + in each pair, the upload alone
+                                                       # (no audit): what the audit adds
     .venv/bin/python -m bench.pipeline --json out.json # the figures as JSON too ('-' for stdout)
 
 The script owns the database ``studio_bench_pipeline`` (dropped and created again, then
@@ -47,6 +49,7 @@ import cProfile
 import gc
 import io
 import json
+import logging
 import os
 import platform
 import pstats
@@ -333,6 +336,49 @@ def write_log(events_by_session, directory: Path) -> Path:
     return path
 
 
+class _Phases(logging.Handler):
+    """Keeps the phases ``studio.traces.services`` logs when an upload is loaded."""
+
+    def __init__(self):
+        super().__init__(logging.INFO)
+        self.last: dict = {}
+
+    def emit(self, record: logging.LogRecord) -> None:
+        found = getattr(record, "phases", None)
+        if found is not None:
+            self.last = found
+
+
+_phases = _Phases()
+
+
+def wait_parsed(upload):
+    from studio.traces.models import Upload, UploadStatus
+
+    while True:
+        upload = Upload.objects.get(pk=upload.pk)
+        if upload.status in (UploadStatus.PARSED, UploadStatus.FAILED):
+            break
+        time.sleep(0.05)
+    if upload.status != UploadStatus.PARSED:
+        raise RuntimeError(f"upload failed: {upload.error}")
+    return upload
+
+
+def upload_alone(workspace, path: Path) -> float:
+    """The upload without an audit, until parsed: the loading that any audit adds to."""
+    from django.db import transaction
+
+    from studio.traces import services as traces
+
+    gc.collect()
+    start = time.perf_counter()
+    with open(path, "rb") as handle, transaction.atomic():
+        upload, _ = traces.create_upload(workspace, handle, "jsonl", filename=path.name)
+    wait_parsed(upload)
+    return time.perf_counter() - start
+
+
 def upload_and_audit(workspace, path: Path, on_arrival: bool) -> dict:
     """Upload the JSONL and audit it, end to end: with ``on_arrival`` the upload asks for the
     audit (monitored as it loads); otherwise the audit starts once the upload is parsed."""
@@ -340,21 +386,14 @@ def upload_and_audit(workspace, path: Path, on_arrival: bool) -> dict:
 
     from studio.audits.models import AuditRun, RunStatus
     from studio.traces import services as traces
-    from studio.traces.models import Upload, UploadStatus
 
     gc.collect()
     start = time.perf_counter()
     with open(path, "rb") as handle, transaction.atomic():
         upload, _ = traces.create_upload(workspace, handle, "jsonl", filename=path.name,
                                          audit=on_arrival)
-    while True:
-        upload = Upload.objects.get(pk=upload.pk)
-        if upload.status in (UploadStatus.PARSED, UploadStatus.FAILED):
-            break
-        time.sleep(0.05)
+    upload = wait_parsed(upload)
     parsed = time.perf_counter() - start
-    if upload.status != UploadStatus.PARSED:
-        raise RuntimeError(f"upload failed: {upload.error}")
     if on_arrival:
         run = AuditRun.objects.get(pk=upload.audit_run_id)
         while run.status not in (RunStatus.DONE, RunStatus.FAILED):
@@ -369,7 +408,8 @@ def upload_and_audit(workspace, path: Path, on_arrival: bool) -> dict:
     started = AuditLogEntry.objects.get(action="audit.started", target_id=run.pk)
     return {"upload": parsed, "audit": audited, "events_stored": upload.events_stored,
             "lines_bad": upload.lines_bad, "run": run,
-            "on_arrival": started.details.get("audited_on_arrival", 0), **result_counts(run)}
+            "on_arrival": started.details.get("audited_on_arrival", 0), "phases": _phases.last,
+            **result_counts(run)}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -393,12 +433,19 @@ def main(argv=None) -> int:
                         help="also time this many back-to-back pairs of a bare COPY and an upload "
                              "with audit on arrival, and report the median of their ratios (the "
                              "machine's speed drifts over minutes; a pair shares its minute)")
+    parser.add_argument("--floor", action="store_true",
+                        help="with --pairs: also time, in each pair, the upload without an audit "
+                             "(what loading alone costs), and show where the upload with audit "
+                             "spent its time (loading, storing the results, the commit)")
     parser.add_argument("--json", help="write the figures as JSON to this file ('-': stdout)")
     args = parser.parse_args(argv)
     if args.quick:
         args.sessions = min(args.sessions, 100)
 
     setup_django(args)
+    loads = logging.getLogger("studio.traces.services")
+    loads.addHandler(_phases)
+    loads.setLevel(logging.INFO)
     from django.conf import settings
 
     n = args.sessions * args.steps
@@ -423,6 +470,8 @@ def main(argv=None) -> int:
 
     uploads = {}
     pairs: list[tuple[float, float]] = []  # (bare COPY, upload + audit on arrival), back to back
+    floors: list[tuple[float, float]] = []  # (the pair's bare COPY, the upload alone)
+    phases: list[dict] = []  # of each pair's upload with audit (``--floor``)
     if args.upload or args.separate or args.pairs:
         truncate_events()  # each load starts from an empty table, as the bare COPY does
         with tempfile.TemporaryDirectory() as tmp:
@@ -451,6 +500,11 @@ def main(argv=None) -> int:
                                      f"arrival, {up['events_stored']} events stored")
                 pairs.append((copied, up["upload"] + up["audit"]))
                 truncate_events()
+                if args.floor:
+                    phases.append(up["phases"])
+                    alone = upload_alone(make_workspace(args, f"bench-alone-{i + 1}"), path)
+                    floors.append((copied, alone))
+                    truncate_events()
 
     # The COPY again, after the rest (the machine's load varies): the faster of the two counts.
     progress("bare COPY again")
@@ -501,6 +555,20 @@ def main(argv=None) -> int:
         figures["pairs"] = [{"copy_s": round(c, 2), "upload_audit_s": round(t, 2),
                              "ratio": round(t / c, 2)} for c, t in pairs]
         figures["pairs_median_ratio"] = round(median, 2)
+    if floors:
+        alone = statistics.median(t / c for c, t in floors)
+        print("  the upload alone (no audit), after each pair's upload with audit:")
+        for i, ((copied, total), (_, t)) in enumerate(zip(pairs, floors, strict=True), start=1):
+            print(f"    pair {i}: upload alone {t:6.2f} s, ratio {t / copied:5.2f}x; the upload "
+                  f"with audit {total - t:+.2f} s")
+        print(f"  median ratio of the upload alone     {alone:5.2f}x")
+        print("  where each upload with audit spent its time (studio.traces.services' log):")
+        for i, p in enumerate(phases, start=1):
+            print(f"    pair {i}: load (parse, write, monitor) {p['load_s']:6.2f} s, store the "
+                  f"results {p['finish_s']:5.2f} s, commit (foreign keys) {p['commit_s']:5.2f} s")
+        figures["upload_alone"] = [round(t, 2) for _, t in floors]
+        figures["upload_alone_median_ratio"] = round(alone, 2)
+        figures["phases"] = [{k: round(v, 2) for k, v in p.items()} for p in phases]
 
     if args.profile:
         progress("profile")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import logging
 import sys
 
 import pytest
@@ -111,6 +112,17 @@ def test_bad_lines_are_reported_by_number_and_nothing_else_is_lost(auditor):
     assert stored(upload["id"]) == [("a", 0, None, "x"), ("a", 1, None, "y"), ("a", 2, None, "z"),
                                     ("b", 4, None, "w")]
     assert dict(TraceSession.objects.values_list("external_id", "steps")) == {"a": 3, "b": 1}
+
+
+def test_a_loaded_upload_logs_where_its_time_went(auditor, caplog):
+    with caplog.at_level(logging.INFO, logger="studio.traces.services"):
+        upload = parsed(auditor, auditor.upload(jsonl({"session": "a"}, {"session": "a"}),
+                                                "jsonl"))
+
+    [record] = [r for r in caplog.records if hasattr(r, "phases")]
+    assert record.getMessage().startswith(f"upload {upload['id']}: 2 events loaded in ")
+    assert set(record.phases) == {"load_s", "finish_s", "commit_s"}
+    assert all(seconds >= 0 for seconds in record.phases.values())
 
 
 def test_text_the_database_cannot_hold_is_a_line_error(auditor):
