@@ -238,8 +238,8 @@ def authenticate(request: HttpRequest, raw: bytes, slug: str
 def check_rate(workspace: Workspace, actor: Actor | None) -> None:
     """A fixed one-minute window per token (per workspace for signed deliveries), counted in
     Django's cache; past ``LIVE_RATE_LIMIT_PER_MINUTE`` requests, 429 with Retry-After.  With
-    the default local-memory cache each server process counts on its own; a shared cache
-    (Redis) makes the limit global.  A cache that fails lets requests through."""
+    the default local-memory cache each server process counts on its own; with ``CACHE_URL``
+    (Redis) every process and host counts together.  A cache that fails lets requests through."""
     limit = settings.LIVE_RATE_LIMIT_PER_MINUTE
     if limit <= 0 or _rerunning.get():  # a rerun (on_recent_connection) was counted once
         return
