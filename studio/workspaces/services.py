@@ -44,7 +44,8 @@ def add_member(workspace: Workspace, user, role: str, by=None) -> Membership:
 
 
 @transaction.atomic
-def create_token(workspace: Workspace, name: str, roles: list[str], by=None) -> tuple[ApiToken, str]:
+def create_token(workspace: Workspace, name: str, roles: list[str],
+                 by=None) -> tuple[ApiToken, str]:
     """A new token and its secret, which is never stored and cannot be shown again."""
     unknown = sorted(set(roles) - set(Role.values))
     if unknown:
@@ -52,8 +53,19 @@ def create_token(workspace: Workspace, name: str, roles: list[str], by=None) -> 
 
         raise ServiceError(f"unknown roles: {', '.join(unknown)}; roles are "
                            f"{', '.join(Role.values)}", field="roles")
-    secret, prefix, digest = ApiToken.generate()
     user = getattr(by, "user", by)
+    if getattr(user, "pk", None):
+        # Separation of duties: a token acts with its own roles, so a person may only pass on
+        # roles they hold here (an author minting a reviewer's token could approve with it).
+        held = set(Membership.objects.filter(workspace=workspace, user=user)
+                   .values_list("role", flat=True))
+        lacking = sorted(set(roles) - held)
+        if lacking:
+            from studio.api.core import PermissionDenied
+
+            raise PermissionDenied(f"a token can only have roles you hold in workspace "
+                                   f"{workspace.slug!r}; you do not hold {', '.join(lacking)}")
+    secret, prefix, digest = ApiToken.generate()
     token = ApiToken.objects.create(workspace=workspace, name=name, prefix=prefix, digest=digest,
                                     roles=sorted(set(roles)),
                                     created_by=user if getattr(user, "pk", None) else None)

@@ -192,3 +192,19 @@ def test_a_verified_token_is_trusted_for_a_few_seconds_then_looked_up_again(
     clock = core.time.monotonic()
     monkeypatch.setattr(core.time, "monotonic", lambda: clock + 6)
     assert find_token(secret) is None
+
+
+def test_a_person_gives_a_token_only_roles_they_hold(world):
+    """Separation of duties: an author cannot mint a reviewer's token and approve with it."""
+    alice = world.as_("alice")  # an author, nothing else
+
+    refused = alice.post("w/acme/tokens", {"name": "ci", "roles": ["author", "reviewer"]})
+
+    assert refused.status_code == 403
+    assert refused.json()["detail"] == ("a token can only have roles you hold in workspace "
+                                        "'acme'; you do not hold reviewer")
+    assert not ApiToken.objects.exists()
+    assert alice.post("w/acme/tokens", {"name": "ci", "roles": ["author"]}).status_code == 201
+    assert world.as_("ann").post("w/acme/tokens",  # the owner holds every role
+                                 {"name": "all", "roles": ["author", "reviewer",
+                                                           "auditor"]}).status_code == 201
