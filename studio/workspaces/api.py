@@ -8,7 +8,7 @@ from ninja import Router, Schema, Status
 from studio.api.core import Id, PermissionDenied, actor_of, workspace_for
 
 from . import services
-from .models import ApiToken, AuditLogEntry, Membership, Workspace
+from .models import ApiToken, AuditLogEntry, Membership, WebhookSecret, Workspace
 
 router = Router(tags=["workspaces"])
 
@@ -36,6 +36,13 @@ class TokenOut(Schema):
 
 class TokenCreated(TokenOut):
     token: str  # shown once
+
+
+class WebhookSecretListed(Schema):
+    id: int
+    ending: str  # the secret's last characters, to tell secrets apart; the secret is not shown
+    created_at: datetime
+    revoked_at: datetime | None
 
 
 class WebhookSecretOut(Schema):
@@ -110,6 +117,25 @@ def create_webhook_secret(request, slug: str):
     secret = services.create_webhook_secret(workspace, actor_of(request))
     return Status(201, {"id": secret.id, "secret": secret.secret,
                         "created_at": secret.created_at})
+
+
+@router.get("{slug}/webhook-secrets", response=list[WebhookSecretListed],
+            summary="The workspace's webhook secrets, newest first (not their values)")
+def list_webhook_secrets(request, slug: str):
+    workspace = workspace_for(request, slug)
+    return [{"id": s.id, "ending": s.secret[-4:], "created_at": s.created_at,
+             "revoked_at": s.revoked_at}
+            for s in workspace.webhook_secrets.order_by("-created_at", "-id")]
+
+
+@router.delete("{slug}/webhook-secrets/{secret_id}", response={204: None},
+               summary="Revoke a webhook secret (the end of a rotation)")
+def revoke_webhook_secret(request, slug: str, secret_id: Id):
+    workspace = workspace_for(request, slug)
+    secret = get_object_or_404(WebhookSecret, workspace=workspace, id=secret_id)
+    _people_only(request)
+    services.revoke_webhook_secret(secret, actor_of(request))
+    return Status(204, None)
 
 
 @router.get("{slug}/log", response=list[LogEntryOut], summary="The audit log (append-only, UTC)")

@@ -92,5 +92,14 @@ def create_webhook_secret(workspace: Workspace, by=None) -> WebhookSecret:
     return secret
 
 
+@transaction.atomic
+def revoke_webhook_secret(secret: WebhookSecret, by=None) -> None:
+    """The end of a rotation: deliveries signed only with this secret get 401 from now on."""
+    if secret.revoked_at is None:
+        secret.revoked_at = timezone.now()
+        secret.save(update_fields=["revoked_at"])
+        record(secret.workspace, by, "webhook_secret.revoked", secret)
+
+
 def create_user(username: str, password: str | None = None, **extra):
     return get_user_model().objects.create_user(username=username, password=password, **extra)

@@ -208,3 +208,31 @@ def test_a_person_gives_a_token_only_roles_they_hold(world):
     assert world.as_("ann").post("w/acme/tokens",  # the owner holds every role
                                  {"name": "all", "roles": ["author", "reviewer",
                                                            "auditor"]}).status_code == 201
+
+
+# --- webhook secrets --------------------------------------------------------------------------
+
+def test_a_webhook_secret_rotation_ends_with_the_old_secret_revoked(world):
+    from tests.live.conftest import Agent
+
+    ann = world.as_("ann")
+    old = ann.post("w/acme/webhook-secrets").json()
+    new = ann.post("w/acme/webhook-secrets").json()
+    listed = ann.get("w/acme/webhook-secrets").json()
+    assert [(s["id"], s["ending"], s["revoked_at"]) for s in listed] == [
+        (new["id"], new["secret"][-4:], None), (old["id"], old["secret"][-4:], None)]
+    assert old["secret"] not in ann.get("w/acme/webhook-secrets").content.decode()
+    assert Agent("acme", secret=old["secret"]).post("s1", [{"event_id": "1"}]).status_code == 200
+
+    tokens_cannot = Api(token=world.token(world.acme))
+    assert tokens_cannot.delete(f"w/acme/webhook-secrets/{old['id']}").status_code == 403
+    assert ann.delete(f"w/acme/webhook-secrets/{old['id']}").status_code == 204
+
+    assert Agent("acme", secret=old["secret"]).post("s1", [{"event_id": "2"}]).status_code == 401
+    assert Agent("acme", secret=new["secret"]).post("s1", [{"event_id": "3"}]).status_code == 200
+    assert ann.get("w/acme/webhook-secrets").json()[1]["revoked_at"] is not None
+    assert ann.delete(f"w/acme/webhook-secrets/{old['id']}").status_code == 204  # idempotent
+    assert list(AuditLogEntry.objects.filter(action__startswith="webhook_secret.")
+                .order_by("id").values_list("action", "target_id")) == [
+        ("webhook_secret.created", old["id"]), ("webhook_secret.created", new["id"]),
+        ("webhook_secret.revoked", old["id"])]
