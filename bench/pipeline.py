@@ -387,6 +387,7 @@ def upload_and_audit(workspace, path: Path, on_arrival: bool) -> dict:
     from studio.audits.models import AuditRun, RunStatus
     from studio.traces import services as traces
 
+    _phases.last = {}  # this upload's, not an earlier one's
     gc.collect()
     start = time.perf_counter()
     with open(path, "rb") as handle, transaction.atomic():
@@ -564,6 +565,9 @@ def main(argv=None) -> int:
         print(f"  median ratio of the upload alone     {alone:5.2f}x")
         print("  where each upload with audit spent its time (studio.traces.services' log):")
         for i, p in enumerate(phases, start=1):
+            if not p:
+                print(f"    pair {i}: no phases logged (studio.traces.services said nothing)")
+                continue
             print(f"    pair {i}: load (parse, write, monitor) {p['load_s']:6.2f} s, store the "
                   f"results {p['finish_s']:5.2f} s, commit (foreign keys) {p['commit_s']:5.2f} s")
         figures["upload_alone"] = [round(t, 2) for _, t in floors]
