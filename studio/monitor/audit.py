@@ -46,9 +46,11 @@ class LineError:
         return f"{self.path}:{self.line}: {self.reason}"
 
 
-def parse_rules_text(text: str, path: str = "<rules>") -> list[tuple[str, str]]:
-    """``(name, formula text)`` pairs, checked: every formula parses and runs on a monitor."""
-    rules: list[tuple[str, str]] = []
+def parse_rules_text(text: str, path: str = "<rules>",
+                     counting: str | None = None) -> list[tuple[str, str, str | None]]:
+    """``(name, formula text, counting)`` triples, checked: every formula parses and runs on a
+    monitor with that counting (``None``: each rule's default)."""
+    rules: list[tuple[str, str, str | None]] = []
     seen: dict[str, int] = {}
     for number, raw in enumerate(text.splitlines(), start=1):
         stripped = raw.strip()
@@ -70,7 +72,7 @@ def parse_rules_text(text: str, path: str = "<rules>") -> list[tuple[str, str]]:
         offset = len(name_part) + 1  # characters before the formula on this line
         try:
             formula = parse(formula_text)
-            compile_rule(name, formula)
+            compile_rule(name, formula, counting)
         except FormulaSyntaxError as exc:
             column = exc.column + (offset if exc.line == 1 else 0)
             raise RulesFileError(path, number + exc.line - 1, column,
@@ -78,20 +80,21 @@ def parse_rules_text(text: str, path: str = "<rules>") -> list[tuple[str, str]]:
         except RuleError as exc:
             start = offset + len(formula_text) - len(formula_text.lstrip()) + 1
             raise RulesFileError(path, number, start, str(exc)) from None
-        rules.append((name, formula_text.strip()))
+        rules.append((name, formula_text.strip(), counting))
     if not rules:
         raise RulesFileError(path, 1, 1, "no rules found (expected lines of `name: formula`)")
     return rules
 
 
-def load_rules(path: str | Path) -> list[tuple[str, str]]:
+def load_rules(path: str | Path,
+               counting: str | None = None) -> list[tuple[str, str, str | None]]:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise RulesFileError(str(path), 0, 0, f"cannot read rules: {exc.strerror}") from None
     except UnicodeDecodeError:
         raise RulesFileError(str(path), 0, 0, "rules file is not UTF-8 text") from None
-    return parse_rules_text(text, str(path))
+    return parse_rules_text(text, str(path), counting)
 
 
 def json_kind(value) -> str:
@@ -146,7 +149,7 @@ def check_event(event) -> str | None:
 class Audit:
     """Sessions in order of first appearance, each with its monitor and last step number."""
 
-    def __init__(self, rules: Iterable[tuple[str, str]], witnesses: bool = False):
+    def __init__(self, rules: Iterable[tuple], witnesses: bool = False):
         self.ruleset = RuleSet(rules)
         self.witnesses = witnesses
         self.sessions: dict[str, FastSessionMonitor] = {}

@@ -23,6 +23,8 @@ from studio.logic.formula import FALSE, TRUE, Formula
 from studio.logic.parser import parse
 from studio.logic.progression import Progressor, nnf
 
+from .verdicts import PER_INSTANCE, CountingError, check_counting
+
 # A state's row stops growing past this many label sets (events carrying ever new irrelevant
 # atoms); lookups then fall back to the memoised progression, which keys on relevant labels only.
 ROW_LIMIT = 4096
@@ -39,6 +41,7 @@ class CompiledRule:
         "atoms",
         "body",
         "comparisons",
+        "counting",
         "formula",
         "name",
         "normal",
@@ -47,12 +50,17 @@ class CompiledRule:
         "uses_prev",
     )
 
-    def __init__(self, name: str, formula: Formula):
+    def __init__(self, name: str, formula: Formula, counting: str | None = None):
         self.name = name
         self.formula = formula
         self.normal = nnf(formula)
-        # Instance-level monitoring applies to rules of the form G phi.
-        self.body = self.normal.args[0] if self.normal.op == "G" else None
+        globally = self.normal.op == "G"
+        try:
+            self.counting = check_counting(counting, globally)
+        except CountingError as exc:
+            raise RuleError(f"rule {name!r}: {exc}") from None
+        # Instance-level monitoring: rules of the form G phi counted per instance.
+        self.body = self.normal.args[0] if self.counting == PER_INSTANCE else None
         subformulas = formula.subformulas()
         for g in subformulas:
             if g.is_past and any(a.has_future for a in g.args):
@@ -75,8 +83,10 @@ class CompiledRule:
         return f"<CompiledRule {self.name}: {self.formula.text}>"
 
 
-def compile_rule(name: str, formula: Formula | str) -> CompiledRule:
-    return CompiledRule(name, parse(formula) if isinstance(formula, str) else formula)
+def compile_rule(name: str, formula: Formula | str, counting: str | None = None) -> CompiledRule:
+    """The rule compiled; ``counting`` is one of ``verdicts.COUNTING_MODES`` (``None``: the
+    default for the rule's form)."""
+    return CompiledRule(name, parse(formula) if isinstance(formula, str) else formula, counting)
 
 
 def comparison_labels(comparisons: Iterable[Formula], event: Any, previous: Any) -> list[Formula]:

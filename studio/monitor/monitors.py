@@ -27,8 +27,7 @@ from studio.logic.formula import FALSE, TRUE, Formula
 from studio.logic.parser import parse
 
 from .automaton import RuleMachines, State
-
-PENDING, SATISFIED, VIOLATED = "pending", "satisfied", "violated"
+from .verdicts import AFTER_VIOLATION, EVERY_VERDICT, PENDING, SATISFIED, VIOLATED
 
 # TRAC without reset on a rule that never decides would otherwise keep every residual change.
 TRAC_WITNESS_LIMIT = 1000
@@ -236,7 +235,13 @@ class Trac:
 
 
 class TracR:
-    """Algorithm 2: TRAC that starts afresh after each verdict, so it counts every violation.
+    """Algorithm 2: TRAC that starts afresh after a verdict, so it counts repeated violations.
+
+    Which verdicts restart it is the rule's counting (``studio.monitor.verdicts``):
+    ``every_verdict`` restarts after each (Algorithm 2 as the paper gives it),
+    ``after_violation`` only after a violation (a satisfied rule stays satisfied), ``first``
+    never (the first verdict stands).  A verdict that is not followed by a restart is kept as
+    the state, so the monitor stays decided.
 
     The reset restarts the residual, not history: the past operators' memory runs on across
     rounds, so this monitor advances it itself and its automaton reads the computed values.
@@ -254,17 +259,24 @@ class TracR:
         self.violations: list[Violation] = []
         self.satisfactions: list[tuple[int, int]] = []
         self.touched = False
+        self.settled = False  # a verdict stands: the counting restarts nothing after it
+        counting = machines.rule.counting
+        self._restart_after = {EVERY_VERDICT: (SATISFIED, VIOLATED),
+                               AFTER_VIOLATION: (VIOLATED,)}.get(counting, ())
 
     @property
     def residual(self) -> Formula:
         return self.state.residual
 
     def config(self) -> tuple:
-        return (self.carry, self.state)
+        return (self.carry, self.state, self.settled)
 
     def update(self, labels: AbstractSet, input: Any = None, output: Any = None) -> str:
         step = self.steps
         self.steps = step + 1
+        if self.settled:  # a verdict that stands: nothing later changes it
+            self.touched = False
+            return self.state.verdict
         touched = False
         if self.tracker is not None:
             carry = self.carry
@@ -286,6 +298,10 @@ class TracR:
             self.violations.append(Violation(self.round_start, step, tuple(self.witness)))
         else:
             self.satisfactions.append((self.round_start, step))
+        if nxt.verdict not in self._restart_after:
+            self.state = nxt
+            self.settled = True
+            return nxt.verdict
         self.state = self.automaton.initial
         self.round_start = step + 1
         self.witness = []
@@ -297,7 +313,8 @@ class TracR:
         A round restarted after a verdict and cut short by the end of the session is not
         counted: the rule was already decided once, and the restart only looks for repeats.
         """
-        if self.round_start == 0 and self.steps and not self.state.residual.empty_value:
+        if (self.round_start == 0 and self.steps and not self.settled
+                and not self.state.residual.empty_value):
             return [Violation(self.round_start, self.steps - 1, tuple(self.witness), True)]
         return []
 
@@ -305,6 +322,7 @@ class TracR:
         return {"residual": self.state.residual.text,
                 "carry": list(self.carry.values) if self.carry is not None else None,
                 "steps": self.steps, "round_start": self.round_start,
+                "settled": self.settled,
                 "witness": [w.to_json() for w in self.witness],
                 "violations": [v.to_json() for v in self.violations],
                 "satisfactions": [list(s) for s in self.satisfactions]}
@@ -317,6 +335,7 @@ class TracR:
             self.carry = self.tracker.carry(tuple(bool(v) for v in data["carry"]))
         self.steps = data["steps"]
         self.round_start = data["round_start"]
+        self.settled = data.get("settled", False)
         self.witness = [WitnessEntry.from_json(w) for w in data["witness"]]
         self.violations = [Violation.from_json(v) for v in data["violations"]]
         self.satisfactions = [tuple(s) for s in data["satisfactions"]]

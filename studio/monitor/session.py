@@ -20,6 +20,7 @@ from studio.logic.progression import Progressor
 
 from .automaton import CompiledRule, RuleMachines, comparison_labels, compile_rule
 from .monitors import SATISFIED, VIOLATED, InstanceMonitor, Trac, TracR, Violation
+from .verdicts import session_verdict
 
 _LABEL_INTERN_LIMIT = 100_000
 # Bounds on the per-rule memo of steps that change nothing (see RuleSet.quiet_set).
@@ -30,7 +31,9 @@ _QUIET_LABELS_LIMIT = 4_096
 class RuleSet:
     """Compiled rules with their shared automata and the data atoms they read."""
 
-    def __init__(self, rules: Iterable[CompiledRule | tuple[str, Formula | str]]):
+    def __init__(self, rules: Iterable[CompiledRule | tuple[str, Formula | str]
+                                       | tuple[str, Formula | str, str | None]]):
+        """``rules``: compiled rules, or ``(name, formula)`` / ``(name, formula, counting)``."""
         compiled = [r if isinstance(r, CompiledRule) else compile_rule(*r) for r in rules]
         names = [r.name for r in compiled]
         duplicates = sorted({n for n in names if names.count(n) > 1})
@@ -83,11 +86,18 @@ class RuleResult:
     final: str
     residual: Formula
     violations: list[Violation] = field(default_factory=list)
+    counting: str = ""
+
+    def session_verdict(self, open: bool = False) -> str:
+        """The rule's one verdict in the session (``verdicts.session_verdict``)."""
+        return session_verdict(len(self.violations), self.final, open=open,
+                               settled=self.verdict, counting=self.counting)
 
     def to_json(self) -> dict:
         return {"rule": self.rule, "verdict": self.verdict,
                 "first_verdict_step": self.first_verdict_step, "final": self.final,
-                "residual": self.residual.text,
+                "residual": self.residual.text, "counting": self.counting,
+                "session_verdict": self.session_verdict(),
                 "violations": [{"trigger": v.trigger, "detected": v.detected}
                                for v in self.violations]}
 
@@ -190,8 +200,9 @@ class SessionMonitor:
             violations.sort(key=lambda v: (v.detected, v.trigger))
             final = trac.final() if self.steps else (
                 SATISFIED if trac.machines.rule.normal.empty_value else VIOLATED)
-            out.append(RuleResult(trac.machines.rule.name, trac.verdict,
-                                  trac.first_verdict_step, final, trac.residual, violations))
+            rule = trac.machines.rule
+            out.append(RuleResult(rule.name, trac.verdict, trac.first_verdict_step, final,
+                                  trac.residual, violations, rule.counting))
         return out
 
     def forget_history(self) -> None:

@@ -52,11 +52,14 @@ def test_json_report_has_the_documented_shape_and_verdicts(tmp_path, rules_file)
     by_rule = {r["rule"]: r for r in s1["rules"]}
     assert by_rule["pay_before_ship"] == {
         "rule": "pay_before_ship", "verdict": "violated", "first_verdict_step": 0,
-        "final": "violated", "residual": "false", "violations": [{"trigger": 0, "detected": 0}]}
+        "final": "violated", "residual": "false", "violations": [{"trigger": 0, "detected": 0}],
+        "counting": "after_violation", "session_verdict": "violated"}
     assert by_rule["stop"]["verdict"] == "satisfied" and by_rule["stop"]["first_verdict_step"] == 1
     big = {r["rule"]: r for r in s2["rules"]}["big_needs_approval"]
     assert big["verdict"] == "pending" and big["final"] == "satisfied"
     assert big["violations"] == [] and big["first_verdict_step"] is None
+    # Still pending for TRAC, but the log is a finished session: it complied.
+    assert big["session_verdict"] == "satisfied" and big["counting"] == "per_instance"
     assert big["residual"].startswith("G ")
 
 
@@ -95,9 +98,15 @@ def test_bad_lines_are_reported_with_their_numbers_and_the_rest_is_audited(tmp_p
     assert session["steps"] == 2  # lines 1 and 7
     rule = {r["rule"]: r for r in session["rules"]}["pay_before_ship"]
     assert rule["verdict"] == "satisfied" and rule["first_verdict_step"] == 0
-    # TRAC_R (Algorithm 2) restarts the rule after it is satisfied at step 0, so the ship at
-    # step 1 is counted against the restarted round.
+    # Met at step 0 (paid), so the ship at step 1 is fine: by default the rule restarts only
+    # after a violation.  TRAC_R (Algorithm 2) restarts after the payment too and counts it.
+    assert rule["violations"] == [] and rule["session_verdict"] == "satisfied"
+    again = audit_cli(log, "--rules", rules_file, "--format", "json",
+                      "--counting", "every_verdict")
+    (session,) = json.loads(again.stdout)["sessions"]
+    rule = {r["rule"]: r for r in session["rules"]}["pay_before_ship"]
     assert rule["violations"] == [{"trigger": 1, "detected": 1}]
+    assert rule["counting"] == "every_verdict" and rule["session_verdict"] == "violated"
 
 
 def test_steps_must_increase_within_a_session(tmp_path, rules_file):

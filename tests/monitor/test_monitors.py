@@ -131,6 +131,7 @@ def test_resume_from_json_equals_uninterrupted_run(rule_formulas, trace, data):
 
 
 def run_session(rules, events):
+    """Per rule name, its result; ``rules``: ``(name, formula[, counting])``."""
     monitor = SessionMonitor(RuleSet(rules))
     for e in events:
         monitor.feed(e)
@@ -150,14 +151,77 @@ def test_trac_witness_records_each_residual_change_with_its_event():
     assert trac.first_verdict_step == 1
 
 
-def test_trac_r_resets_and_counts_each_violation():
-    # Must not ship before paying; after any verdict (Algorithm 2 resets on satisfaction too)
-    # the rule is monitored afresh from the next step.
+def test_counting_decides_which_verdicts_restart_the_rule():
+    # "Do not ship before paying": a shipment at step 0 violates; the payment at step 2 meets
+    # the rule; two shipments follow.
     events = [{"labels": ["ship"]}, {"labels": []}, {"labels": ["paid"]}, {"labels": ["ship"]},
               {"labels": ["ship"]}]
-    result = run_session([("pay_first", "!ship W paid")], events)["pay_first"]
-    assert result.verdict == "violated" and result.first_verdict_step == 0
-    assert [(v.trigger, v.detected) for v in result.violations] == [(0, 0), (3, 3), (4, 4)]
+
+    def counted(counting):
+        result = run_session([("pay_first", "!ship W paid", counting)], events)["pay_first"]
+        assert result.verdict == "violated" and result.first_verdict_step == 0
+        assert result.counting == (counting or "after_violation")
+        return [(v.trigger, v.detected) for v in result.violations]
+
+    # Algorithm 2 restarts after the payment too, so each later shipment is a new violation.
+    assert counted("every_verdict") == [(0, 0), (3, 3), (4, 4)]
+    # Restarting only after violations: once paid, the rule stays met (the default).
+    assert counted("after_violation") == counted(None) == [(0, 0)]
+    assert counted("first") == [(0, 0)]
+    repeated = [{"labels": ["ship"]}, {"labels": ["ship"]}, {"labels": ["paid"]},
+                {"labels": ["ship"]}]
+    by_mode = {c: [(v.trigger, v.detected) for v in run_session(
+        [("r", "!ship W paid", c)], repeated)["r"].violations]
+        for c in ("first", "after_violation", "every_verdict")}
+    assert by_mode == {"first": [(0, 0)], "after_violation": [(0, 0), (1, 1)],
+                       "every_verdict": [(0, 0), (1, 1), (3, 3)]}
+
+
+def test_counting_that_does_not_fit_the_rule_is_refused():
+    with pytest.raises(RuleError, match="'per_instance' needs a rule of the form G"):
+        compile_rule("r", "!ship W paid", "per_instance")
+    with pytest.raises(RuleError, match="unknown counting 'twice'"):
+        compile_rule("r", "G !ship", "twice")
+    assert compile_rule("r", "G !ship").counting == "per_instance"
+    assert compile_rule("r", "G !ship", "first").instance_level is False
+
+
+@SETTINGS
+@given(formulas(), traces, st.sampled_from(["first", "after_violation", "every_verdict"]))
+def test_each_counting_counts_sound_violations_in_its_rounds(formula, trace, counting):
+    """Every counted violation is sound for its round (the rule is false from the round's start
+    on the trace up to its detection and on every longer prefix); rounds restart exactly after
+    the verdicts the counting names; ``first`` agrees with TRAC without reset."""
+    rule = compile_rule("r", formula, counting)
+    monitor = SessionMonitor(RuleSet([rule]))
+    for event in trace:
+        monitor.feed(event)
+    result = monitor.results()[0]
+    steps = oracle_trace(trace)
+    during = [v for v in result.violations if not v.at_end]
+    for v in during:
+        for end in range(v.detected, len(trace)):
+            assert evaluate(formula, steps[:end + 1])[v.trigger] is False
+    tracr = monitor.violation_monitors[0]
+    starts = sorted([(v.trigger, v.detected, "violated") for v in during]
+                    + [(s, d, "satisfied") for s, d in tracr.satisfactions])
+    expected_start = 0
+    for start, detected, verdict in starts:
+        assert start == expected_start  # rounds follow one another without gaps
+        restarts = counting == "every_verdict" or (
+            counting == "after_violation" and verdict == "violated")
+        if not restarts:
+            assert (start, detected, verdict) == starts[-1]  # the verdict stands
+        expected_start = detected + 1
+    if counting == "first" and trace:
+        assert len(result.violations) == (result.final == "violated"
+                                          if result.verdict == "pending"
+                                          else result.verdict == "violated")
+    # The one verdict: violated exactly when a violation was counted, else the end verdict.
+    verdict = result.session_verdict()
+    assert (verdict == "violated") == bool(result.violations or result.final == "violated")
+    if result.violations:
+        assert verdict == "violated"
 
 
 def test_instance_level_keeps_every_obligation_through_violations():

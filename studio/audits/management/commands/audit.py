@@ -10,6 +10,7 @@ import sys
 from django.core.management.base import BaseCommand, CommandError
 
 from studio.monitor.audit import Audit, RulesFileError, load_rules, render_text
+from studio.monitor.verdicts import COUNTING_MODES
 
 
 class Command(BaseCommand):
@@ -19,10 +20,14 @@ class Command(BaseCommand):
         parser.add_argument("logs", nargs="+", metavar="LOG.jsonl", help="JSON-lines logs")
         parser.add_argument("--rules", required=True, help="rules file: `name: formula` lines")
         parser.add_argument("--format", choices=("json", "text"), default="text")
+        parser.add_argument(
+            "--counting", choices=COUNTING_MODES, default=None,
+            help="how violations are counted for every rule (default: per_instance for rules "
+                 "of the form G phi, after_violation for the others)")
 
     def handle(self, *args, **options):
         try:
-            rules = load_rules(options["rules"])
+            rules = load_rules(options["rules"], counting=options["counting"])
         except RulesFileError as exc:
             raise CommandError(str(exc), returncode=2) from None
         audit = Audit(rules)
