@@ -219,6 +219,21 @@ def lex(text: str) -> list[Token]:
             # "Once the session is closed, ...": from then on.
             emitted.append(Token("AFTER", raw.text, raw.start))
             i += 1
+        elif at_sentence_start and raw.kind == "word" and raw.key == "while":
+            # "While the account is locked, ...": at every step where it is.
+            emitted.append(Token("WHILE", raw.text, raw.start))
+            i += 1
+        elif (at_sentence_start and raw.kind == "word" and raw.key == "throughout"
+              and any(r.text == "," for r in raws[i:])):
+            # "Throughout the game, ...": the whole session, which every rule covers already.
+            j = i
+            while raws[j].text != ",":
+                j += 1
+            for r in raws[i:j + 1]:
+                tokens.append(Token("DROP", r.text, r.start))
+            sentence_start = True
+            i = j + 1
+            continue
         elif previous_kind == "COMPARE" and _is_value(raw):
             value = (raw.text[1:-1] if raw.kind == "quoted" else
                      lexicon.NUMBER_WORDS.get(raw.key) if raw.kind == "word" else _number(raw.text))
@@ -267,6 +282,11 @@ def lex(text: str) -> list[Token]:
                     i = j
                     continue
                 else:
+                    following = raws[i + length] if i + length < len(raws) else None
+                    if (spec == "NEXT_STEP" and covered[-1].key == "after"
+                            and following is not None and following.kind in ("word", "quoted")):
+                        # "immediately after P, Q": Q at the step after P's
+                        spec = "TRIGGER_NEXT"
                     for part in spec.split():
                         name, _, value = part.partition("=")
                         emitted.append(Token(name, source, start,
@@ -409,6 +429,25 @@ class Conditional:
     style: str               # first ("whenever P, Q"), last ("Q whenever P"), only_if
     trigger: list
     consequent: object
+    timing: str = "now"      # "next" for "as soon as P, Q" and "immediately after P, Q"
+
+
+@dataclass
+class Guarded:
+    """"While P, Q" (kind while: Q at every step where P holds) and "Unless P, Q" / "Q unless
+    P" (kind unless: Q at every step where P does not hold, or has not happened)."""
+
+    kind: str
+    condition: list
+    rules: object
+
+
+@dataclass
+class UntilFirst:
+    """"Until P, Q": a ban lasts, or a state holds, until P."""
+
+    condition: object
+    rules: object
 
 
 @dataclass
@@ -458,7 +497,9 @@ class AlwaysRule:
 
 COUNTS = frozenset({"at_most", "at_least", "exactly", "more_than", "fewer_than"})
 TEMPORAL = frozenset({"ALWAYS", "EVENTUALLY", "LATER", "NEXT_STEP", "IN_A_ROW", "PREVIOUSLY",
-                      "within", "within_next"}) | COUNTS
+                      "within", "within_next", "AT_END"}) | COUNTS
+# The last step of a session: no step follows it.
+LAST_STEP = WX(fm.FALSE)
 NEGATIONS = frozenset({"NOT", "NEVER", "FORBIDDEN"})
 
 
@@ -623,12 +664,39 @@ class _Tree(Transformer):
         a, b = [x for x in c if isinstance(x, Clause)]
         return Until(a, b, after=True)
 
+    def _trigger_timing(self, c) -> str:
+        return "next" if any(isinstance(t, LarkToken) and t.type == "TRIGGER_NEXT"
+                             for t in c) else "now"
+
     def trigger_first(self, c):
         trigger = next(x for x in c if isinstance(x, list))
-        return Conditional("first", trigger, c[-1])
+        return Conditional("first", trigger, c[-1], self._trigger_timing(c))
 
     def trigger_last(self, c):
-        return Conditional("last", c[-1], c[0])
+        return Conditional("last", c[-1], c[0], self._trigger_timing(c))
+
+    def while_first(self, c):
+        trigger = next(x for x in c if isinstance(x, list))
+        return Guarded("while", trigger, c[-1])
+
+    def unless_first(self, c):
+        return Guarded("unless", [c[1]], c[-1])
+
+    def unless_last(self, c):
+        return Guarded("unless", [c[-1]], c[0])
+
+    def until_first(self, c):
+        return UntilFirst(c[1], c[-1])
+
+    def only_after_first(self, c):
+        rule = c[-1]
+        if not isinstance(rule, Simple):
+            raise NotUnderstood("after “only after P,” a single action (only after P may Q)",
+                                [self._token(c[0])])
+        return Precedence("only_after", rule.clause, c[1])
+
+    def preceded_by_prev(self, c):
+        return Precedence("preceded_by_prev", c[0], c[2])
 
     def only_if(self, c):
         return Conditional("only_if", c[-1], c[0])
@@ -817,8 +885,30 @@ def _first_token(node) -> Token | None:
 
 
 class _Reader:
-    def __init__(self):
+    """Reads the syntax tree as formulas.  Where English leaves two meanings open, ``choose``
+    takes the one ``options`` names (the first by default) and records the choice, so the
+    engine can read the sentence again with each other meaning."""
+
+    def __init__(self, options: dict | None = None):
         self.atoms: list[str] = []
+        self.options = options or {}
+        self.consulted: dict[str, list[tuple[str, str]]] = {}
+        self.kinds: list[str] = []
+
+    def choose(self, key: str, choices: list[tuple[str, str]]) -> str:
+        """One of ``choices`` ((value, what it means), the usual meaning first) for the open
+        question ``key``."""
+        self.consulted.setdefault(key, choices)
+        value = self.options.get(key, choices[0][0])
+        return value if any(v == value for v, _ in choices) else choices[0][0]
+
+    def meaning(self) -> str:
+        """What the choices made in this reading mean, in words."""
+        parts = []
+        for key, choices in self.consulted.items():
+            value = self.options.get(key, choices[0][0])
+            parts.extend(why for v, why in choices if v == value)
+        return "; ".join(parts)
 
     # -- propositions
     def atom(self, words: tuple[Token, ...]) -> Formula:
@@ -923,6 +1013,8 @@ class _Reader:
             raise NotUnderstood("two timings for one obligation", [m.token for m in timing])
         never = any(m.name == "NEVER" for m in mods)
         happen = any(m.name == "HAPPEN" for m in mods)
+        if not timing and default == "next":
+            return WX(Not(f)) if neg else X(f)
         if not timing:
             if neg:
                 return G(Not(f)) if (never or happen or default != "now") else Not(f)
@@ -947,6 +1039,8 @@ class _Reader:
             return GBounded(low, high, Not(f)) if neg else FBounded(low, high, f)
         if name == "PREVIOUSLY":
             return Not(Y(O(f))) if neg else Y(O(f))
+        if name == "AT_END":
+            return F(And(Not(f) if neg else f, LAST_STEP))
         raise NotUnderstood(f"“{t.token.text}” cannot qualify what a trigger requires", [t.token])
 
     def top(self, clause: Clause, extra: Formula | None = None) -> _Rule:
@@ -1003,6 +1097,8 @@ class _Reader:
             return _Rule(GBounded(low, high, Not(f)) if neg else FBounded(low, high, f))
         if name in COUNTS:
             return _Rule(_count(f, t, neg))
+        if name == "AT_END":
+            return _Rule(F(And(Not(f) if neg else f, LAST_STEP)))
         raise NotUnderstood(f"“{t.token.text}” needs something to refer to (a trigger or an "
                             "event)", [t.token])
 
@@ -1056,6 +1152,12 @@ class _Reader:
         return _Rule(G(Implies(action, Or(*allowed))))
 
     # -- constructions
+    def read(self, nodes) -> list[Formula]:
+        """The formulas of a text's sentences (their pattern kinds kept for naming)."""
+        rules = [self.rule(n) for n in nodes]
+        self.kinds = [r.kind for r in rules]
+        return [r.formula for r in rules]
+
     def rule(self, node) -> _Rule:
         if isinstance(node, Simple):
             return self.top(node.clause)
@@ -1073,16 +1175,64 @@ class _Reader:
             return _Rule(And(*[self.rule(r).formula for r in _share_subject(node.rules)]))
         if isinstance(node, Scoped):
             return self.scoped(node)
+        if isinstance(node, Guarded):
+            return self.guarded(node)
+        if isinstance(node, UntilFirst):
+            return self.until_first(node)
         raise AssertionError(type(node))  # pragma: no cover
 
-    def obligation(self, node) -> Formula:
+    def _simple_rules(self, node, keyword: str) -> list[Simple]:
+        rules = node.rules if isinstance(node, Rules) else [node]
+        rules = _share_subject(rules)
+        for r in rules:
+            if not isinstance(r, Simple):
+                raise NotUnderstood(f"after “{keyword}”, a plain rule (never Q, Q must hold)",
+                                    [_first_token(getattr(r, "clause", None))])
+        return rules
+
+    def now(self, clause: Clause) -> Formula:
+        """What a clause requires at the current step ("While P, never Q": not Q while P)."""
+        segments = []
+        for x in clause.segments:
+            if isinstance(x, Mod) and x.name in ("ALWAYS", "HAPPEN", "EVERY"):
+                continue
+            if isinstance(x, Mod) and x.name == "NEVER":
+                x = Mod("NOT", x.token)
+            segments.append(x)
+        return self.consequent(Clause(segments), "now")
+
+    def guarded(self, node: Guarded) -> _Rule:
+        if node.kind == "while":
+            condition = And(*[self.state(c) for c in node.condition])
+        else:
+            (clause,) = node.condition
+            exception = self.state(clause)
+            action = _names_action_first(clause)
+            choices = [("now", "the exception must hold at that very step"),
+                       ("before", "the exception must have happened at that step or before")]
+            how = self.choose("unless", choices[::-1] if action else choices)
+            condition = Not(exception) if how == "now" else Not(O(exception))
+        rules = self._simple_rules(node.rules, node.kind)
+        return _Rule(And(*[G(Implies(condition, self.now(r.clause))) for r in rules]))
+
+    def until_first(self, node: UntilFirst) -> _Rule:
+        release = self.state(node.condition)
+        out = []
+        for r in self._simple_rules(node.rules, "until"):
+            if self.negative(r.clause.mods):
+                out.append(self._precedence([release], self.subject(r.clause)).formula)
+            else:
+                out.append(W(self.now(r.clause), release))
+        return _Rule(And(*out))
+
+    def obligation(self, node, default: str = "now") -> Formula:
         """The consequent of a conditional."""
         if isinstance(node, Until):
             left, right = self.state(node.left), self.state(node.right)
             return U(left, And(right, left)) if node.after else U(left, right)
         parts, links = node.parts, node.links
         rest = self.chain_tail(parts[1:], links) if len(parts) > 1 else None
-        return self.consequent(parts[0], "now", rest)
+        return self.consequent(parts[0], default, rest)
 
     def chain_tail(self, parts: list[Clause], links: list[str], first_link: bool = False):
         """What the chain still requires at the step of the element before ``parts[0]``."""
@@ -1110,7 +1260,7 @@ class _Reader:
             required = And(*[self.consequent(c, "now") for c in trigger_parts])
             return _Rule(G(Implies(condition, required)))
         condition = And(*[self.state(c) for c in trigger_parts])
-        required = self.obligation(consequent)
+        required = self.obligation(consequent, node.timing)
         f = G(Implies(condition, required))
         if required.op == "F":
             return _Rule(f, "response", p=condition, s=required.args[0])
@@ -1161,10 +1311,17 @@ class _Reader:
             return self._precedence([self.state(node.first)], self.state(node.second))
         if kind == "preceded_by":
             return self._precedence([self.state(s) for s in node.second], self.state(node.first))
+        if kind == "preceded_by_prev":
+            return _Rule(G(Implies(self.state(node.first), Y(self.state(node.second)))))
         raise AssertionError(kind)  # pragma: no cover
 
     def _precedence(self, causes: list[Formula], effect: Formula) -> _Rule:
         if len(causes) == 1:
+            how = self.choose("strict", [
+                ("same", "the earlier event may be at the same step as the later one"),
+                ("strict", "the earlier event must be at a strictly earlier step")])
+            if how == "strict":
+                return _Rule(W(Not(effect), And(causes[0], Not(effect))))
             return _Rule(precedence(causes[0], effect), "precedence", p=effect, s=causes[0])
         return _Rule(_precedence_chain(causes, effect))
 
@@ -1194,12 +1351,22 @@ class _Reader:
         args = [self.state(a) for a in scope.args]
         if scope.kind == "after":
             (q,) = args
+            which = self.choose("after", [("every", "from every occurrence of the event on"),
+                                          ("first", "from the first occurrence of the event on")])
+            if which == "every":
+                return _Rule(G(Implies(q, inner.formula)))
             return _Rule(W(Not(q), And(q, inner.formula)))
         if inner.kind == "other":
             raise NotUnderstood(f"a “{scope.token.text if scope.token else scope.kind}” scope on "
                                 "a rule that is not one of the scoped patterns (never, always, "
                                 "eventually, precedence, response)", [scope.token])
-        return _Rule(_scoped(inner, scope.kind, args))
+        kind = scope.kind
+        if kind == "before":
+            reading = self.choose("before", [
+                ("until", "up to that event, whether or not it ever happens"),
+                ("dwyer", "only in sessions where that event happens")])
+            kind = "before_until" if reading == "until" else "before"
+        return _Rule(_scoped(inner, kind, args))
 
 
 def _share_subject(rules: list) -> list:
@@ -1361,6 +1528,19 @@ def _scoped(rule: _Rule, kind: str, args: list[Formula]) -> Formula:
     until R, written for LTLf (G vacuous and F, U strong at the end of the session).  ``P`` is
     the pattern's proposition, ``S`` the cause (precedence) or the answer (response)."""
     p, s = rule.p, rule.s
+    if kind == "before_until":
+        # "Before R, ...": up to R, whether or not R ever comes ("not until then").
+        (r,) = args
+        if rule.kind == "absence":
+            return W(Not(p), r)
+        if rule.kind == "universality":
+            return W(p, r)
+        if rule.kind == "existence":
+            return U(Not(r), And(p, Not(r)))
+        if rule.kind == "precedence":
+            return W(Not(p), Or(s, r))
+        if rule.kind == "response":
+            return W(Implies(p, U(Not(r), And(s, Not(r)))), r)
     if kind == "before":
         (r,) = args
         if rule.kind == "absence":
@@ -1410,7 +1590,7 @@ class OfflineFormaliser:
 
     name = "offline"
 
-    def formalise(self, english: str) -> Formalisation:
+    def formalise(self, english: str, vocabulary=None) -> Formalisation:
         if not isinstance(english, str):
             raise TypeError("formalise() takes the English text of a rule")
         if not english.strip():
@@ -1434,15 +1614,15 @@ class OfflineFormaliser:
         try:
             nodes = _Tree(at, tokens).transform(tree)
             reader = _Reader()
-            formulas = [reader.rule(n).formula for n in nodes]
+            formulas = reader.read(nodes)
         except VisitError as exc:
             if isinstance(exc.orig_exc, NotUnderstood):
                 return self._fail(exc.orig_exc.message, exc.orig_exc.tokens)
             raise
         except NotUnderstood as exc:
             return self._fail(exc.message, exc.tokens)
-        f = And(*formulas)
-        return Formalisation(f, f.text, tuple(reader.atoms), engine=self.name)
+        read = [(And(*formulas), reader)] + _other_readings(nodes, reader)
+        return _answer(read, vocabulary, self.name)
 
     def _fail(self, message: str, tokens=()) -> Formalisation:
         unplaced = tuple((t.text, t.start) for t in tokens)
@@ -1527,8 +1707,129 @@ def _removable(tokens, visible, stop) -> list[int]:
 _ENGINE = OfflineFormaliser()
 
 
-def formalise(text: str, engine: str = "offline") -> Formalisation:
-    """Read one English rule (several sentences are read as the conjunction of their rules)."""
+def formalise(text: str, engine: str = "offline", vocabulary=None) -> Formalisation:
+    """Read one English rule (several sentences are read as the conjunction of their rules).
+
+    ``vocabulary``: what the workspace's logs produce (``.atoms``, ``.paths``); the atoms the
+    English names are mapped onto it where they fit (``grounding``)."""
     if engine != "offline":
         raise ValueError(f"unknown engine {engine!r}; this module provides 'offline'")
-    return _ENGINE.formalise(text)
+    return _ENGINE.formalise(text, vocabulary=vocabulary)
+
+
+# ---------------------------------------------------------------------------------------------
+# Several readings, grounding and a name
+
+MAX_READINGS = 4
+MAX_READS = 12           # sentences read again with other choices, at most
+COMPARE_LENGTH = 8       # traces searched to tell two readings apart
+
+
+def _other_readings(nodes, first: _Reader) -> list[tuple[Formula, _Reader]]:
+    """The sentence read again with every other choice of the open questions its first
+    reading met (one question changed at a time, then combinations, breadth first)."""
+    out = []
+    seen = {()}
+    pending = []
+
+    def push(options: dict, reader: _Reader) -> None:
+        for key, choices in reader.consulted.items():
+            if key in options:
+                continue
+            for value, _ in choices[1:]:
+                new = {**options, key: value}
+                frozen = tuple(sorted(new.items()))
+                if frozen not in seen:
+                    seen.add(frozen)
+                    pending.append(new)
+
+    push({}, first)
+    reads = 0
+    while pending and reads < MAX_READS:
+        options = pending.pop(0)
+        reads += 1
+        reader = _Reader(options)
+        try:
+            f = And(*reader.read(nodes))
+        except NotUnderstood:
+            continue
+        out.append((f, reader))
+        push(options, reader)
+    return out
+
+
+def _answer(read: list, vocabulary, engine: str) -> Formalisation:
+    from ..review import ReviewLimitError, distinguishing_trace, explain
+    from .base import Reading
+    from .grounding import ground
+
+    invented: list[str] = []
+    for _, reader in read:
+        invented.extend(a for a in reader.atoms if a not in invented)
+    kept: list[tuple[Formula, str]] = []
+    mapping: list = []
+    for k, (f, reader) in enumerate(read):
+        grounded, this_mapping = ground(f, invented, vocabulary) if vocabulary is not None \
+            else (f, [])
+        if k == 0:
+            mapping = this_mapping
+        if any(g is grounded for g, _ in kept):
+            continue
+        distinct = True
+        for g, _ in kept:
+            try:
+                if distinguishing_trace(g, grounded, max_length=COMPARE_LENGTH) is None:
+                    distinct = False
+                    break
+            except ReviewLimitError:
+                pass
+        if distinct:
+            kept.append((grounded, reader.meaning()))
+        if len(kept) >= MAX_READINGS:
+            break
+    readings = []
+    for k, (f, why) in enumerate(kept):
+        trace, against = (), None
+        if len(kept) > 1:
+            against = 1 if k == 0 else 0
+            try:
+                trace = tuple(distinguishing_trace(f, kept[against][0],
+                                                   max_length=COMPARE_LENGTH) or ())
+            except ReviewLimitError:
+                trace = ()
+        readings.append(Reading(f, f.text, explain(f), why if len(kept) > 1 else "",
+                                trace, against))
+    f = kept[0][0]
+    atoms = tuple(dict.fromkeys(g.name for g in f.subformulas() if g.op == "atom"))
+    ordered = [m.atom for m in mapping if m.atom in atoms]
+    atoms = tuple(dict.fromkeys(ordered + [a for a in _ordered_atoms(read[0][1], f)
+                                           if a in atoms] + list(atoms)))
+    return Formalisation(f, f.text, atoms, engine=engine, readings=tuple(readings),
+                         mapping=tuple(mapping), name=propose_name(f, read[0][1].kinds))
+
+
+def _ordered_atoms(reader: _Reader, f: Formula) -> list[str]:
+    return list(reader.atoms)
+
+
+def propose_name(f: Formula, kinds: list[str]) -> str:
+    """A short snake_case name for a rule: its pattern and the atoms it is about."""
+    names = []
+    for g in f.subformulas():
+        if g.op == "atom":
+            names.append(g.name)
+        elif g.op == "cmp":
+            names.append(g.payload.left[1].rsplit(".", 1)[-1])
+    words: list[str] = []
+    for name in names:
+        name = re.sub(r"^(tool_call|role|stop_reason):", "", name)
+        for w in re.split(r"[^a-z0-9]+", name.lower()):
+            if w and w not in words and w not in ("agent", "user", "the"):
+                words.append(w)
+    kind = kinds[0] if len(kinds) == 1 else "other"
+    prefix = {"absence": "never", "universality": "always", "existence": "must"}.get(kind, "")
+    core = "_".join(words[:4]) or "rule"
+    if kind == "precedence" and len(words) >= 2:
+        core = "_".join(words[:4])
+    name = f"{prefix}_{core}" if prefix else core
+    return name[:48].strip("_")

@@ -146,6 +146,42 @@ _add("RATIONALE", "to see", "to familiarize", "to familiarise", "to make sure",
      "in order to", "so as to", "so that", "to avoid", "to check", "because", "as it",
      "it wastes", "this means")
 
+# States that must last: "the data must stay encrypted", "the door must remain locked".
+_add("HOLD", "stay", "stays", "remain", "remains", "be kept", "is kept", "are kept",
+     "keep being", "stay being")
+# The end of the session: "at the end of the session, the cart must be empty" reads the last
+# step; "before the session ends" only asks for the event to happen at all.
+_SESSION = ("session", "conversation", "game", "episode", "run", "interaction", "chat", "trace",
+            "dialogue", "task", "log")
+for _noun in _SESSION:
+    _add("AT_END", f"at the end of the {_noun}", f"when the {_noun} ends",
+         f"at the end of each {_noun}", f"at the end of every {_noun}",
+         f"at the close of the {_noun}", f"once the {_noun} ends", f"when the {_noun} is over",
+         f"when the {_noun} finishes")
+    _add("EVENTUALLY", f"before the {_noun} ends", f"before the end of the {_noun}",
+         f"by the end of the {_noun}", f"before the {_noun} is over",
+         f"before the {_noun} closes", f"before the {_noun} finishes",
+         f"before ending the {_noun}", f"at some point during the {_noun}",
+         f"at some point in the {_noun}", f"during the {_noun} at least once",
+         f"by the time the {_noun} ends")
+    _add("ALWAYS", f"throughout the {_noun}", f"throughout the whole {_noun}",
+         f"throughout the entire {_noun}", f"for the whole {_noun}",
+         f"for the entire {_noun}", f"for the rest of the {_noun}",
+         f"during the whole {_noun}", f"during the entire {_noun}")
+_add("AT_END", "at the end", "in the final step", "in the last step", "at the last step",
+     "at the final step", "in the final state", "in the last state", "at the very end")
+_add("EVENTUALLY", "by the end", "before the end")
+_add("AT_LEAST NUM=2 TIMES", "twice", "two times")
+_add("AT_LEAST NUM=3 TIMES", "thrice", "three times")
+_add("PRECEDED_BY_PREV", "immediately preceded by", "directly preceded by",
+     "be immediately preceded by", "be directly preceded by", "right preceded by",
+     "preceded immediately by", "preceded directly by", "be preceded immediately by")
+# "As soon as P, Q" and "immediately after P, Q": Q at the step after P's.
+_add("TRIGGER_NEXT", "as soon as", "immediately once", "immediately when", "right when",
+     "the moment", "as soon as ever")
+_add("UNLESS", "unless", "except if", "except when", "unless and until")
+_add("ONLY_AFTER", "only after having", "only after first", "only ever after")
+
 # Comparison phrases count only when a number or a quoted value follows them ("exceeds 10000",
 # not "exceeds the limit").  "verb" comparisons take their field from the phrase before them
 # ("the amount exceeds 10000" -> data.amount > 10000); "prep" ones qualify a noun ("a transfer
@@ -199,7 +235,7 @@ PREPOSITIONS = frozenset({"to", "into", "in", "at", "from", "on", "onto", "throu
 
 # Words that change the meaning of a rule in ways this grammar does not model: better to say
 # so than to fold them into an atom name.
-UNPLACEABLE = frozenset({"unless", "although", "though", "since", "sometimes", "usually",
+UNPLACEABLE = frozenset({"although", "though", "since", "sometimes", "usually",
                          "often", "rarely", "seldom", "maybe", "perhaps", "possibly", "probably",
                          "might", "could", "hence", "therefore", "however", "why", "how",
                          "what", "which", "who", "mostly", "frequently", "occasionally",

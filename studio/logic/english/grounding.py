@@ -1,0 +1,188 @@
+"""Grounding: the atoms an English rule names, mapped onto what the workspace's logs produce.
+
+The reader names an atom after the words of its phrase ("the agent sends money" ->
+``agent_sends_money``).  When a vocabulary is given (any object with ``.atoms``, an iterable of
+atom names, and ``.paths``, a mapping of dotted data paths to sets of JSON type names), each such
+name is matched against the vocabulary by its words: stemmed ("verifies", "verified" and
+"verification" are one word), with a few synonyms a policy writer uses for the same action
+("transfer" / "send", "check" / "get"), ignoring who does it ("the agent", "the user").  A name
+is grounded when every word of a vocabulary entry is in the phrase, or half of them and a word
+that is not a generic verb; the entry covering the most of the phrase wins, then the one whose
+words come in the phrase's order ("verify the identity" -> ``tool_call:verify_identity``,
+"identity is verified" -> ``identity_verified``).  Otherwise the atom is invented, and the
+answer says so.  Data comparisons ``data.amount > 10000`` are moved onto a vocabulary path that
+ends with the same field and holds the compared value's type (``output.args.amount``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .. import formula as fm
+from ..formula import Formula
+
+# Words that say who acts, not what happens.
+_ACTORS = frozenset({"agent", "assistant", "bot", "system", "model", "ai", "chatbot", "player",
+                     "we", "you", "they", "it", "them", "tool", "call", "invoke", "use",
+                     "perform", "make", "execute", "run", "trigger"})
+# Verbs that say little on their own: a match on them alone grounds nothing.
+_GENERIC = frozenset({"get", "do", "make", "set", "go", "have", "be", "take", "give", "put",
+                      "send", "check"})
+_SYNONYMS = {
+    "transfer": "send", "wire": "send", "remit": "send",
+    "fund": "money", "cash": "money",
+    "check": "get", "fetch": "get", "retrieve": "get", "look": "get", "read": "get",
+    "view": "get", "query": "get", "lookup": "get", "obtain": "get", "see": "get",
+    "remove": "delete", "erase": "delete", "wipe": "delete",
+    "mail": "email", "e-mail": "email",
+    "ask": "request", "seek": "request",
+    "inform": "notify", "alert": "notify", "tell": "notify", "contact": "notify",
+    "reimburse": "refund",
+    "confirm": "verify", "validate": "verify", "authenticate": "verify",
+    "id": "identity",
+    "purchase": "buy", "order": "buy",
+    "modify": "update", "change": "update", "edit": "update",
+    "create": "open", "file": "file", "submit": "submit",
+    "shut": "close", "end": "close",
+    "escalate": "escalate", "handoff": "escalate",
+}
+
+
+def _stem(word: str) -> str:
+    w = word.lower()
+    for suffix, repl in (("ification", "ify"), ("ication", "icate"), ("ies", "y"),
+                         ("ied", "y"), ("ing", ""), ("ment", ""), ("ions", ""), ("ion", ""),
+                         ("als", ""), ("al", ""), ("ed", ""), ("es", ""), ("s", "")):
+        if w.endswith(suffix) and len(w) - len(suffix) >= 3:
+            w = w[: len(w) - len(suffix)] + repl
+            break
+    if len(w) > 3 and w[-1] == w[-2] and w[-1] not in "aeiousl":
+        w = w[:-1]          # logging -> logg -> log
+    if len(w) > 3 and w.endswith("e"):
+        w = w[:-1]          # approve / approv(ed) / approv(al)
+    return w
+
+
+_STEMMED_SYNONYMS = {_stem(k): _stem(v) for k, v in _SYNONYMS.items()}
+_STEMMED_ACTORS = frozenset(_stem(w) for w in _ACTORS)
+_STEMMED_GENERIC = frozenset(_STEMMED_SYNONYMS.get(_stem(w), _stem(w)) for w in _GENERIC)
+
+
+def words_of(name: str) -> list[str]:
+    """The canonical words of an atom name or phrase (``tool_call:`` and actors left out)."""
+    name = re.sub(r"^(tool_call|tool|role|stop_reason|event|action):", "", name)
+    out = []
+    for raw in re.split(r"[_:.\-\s]+", name):
+        if not raw or raw.isdigit():
+            continue
+        stem = _stem(raw)
+        stem = _STEMMED_SYNONYMS.get(stem, stem)
+        if stem in _STEMMED_ACTORS or stem in ("the", "a", "an", "to", "for", "of", "on"):
+            continue
+        out.append(stem)
+    return out
+
+
+@dataclass(frozen=True)
+class Grounding:
+    """How one phrase of the English was named: a vocabulary entry, or an invented atom."""
+
+    phrase: str
+    atom: str
+    grounded: bool
+
+    def as_dict(self) -> dict:
+        return {"phrase": self.phrase, "atom": self.atom, "grounded": self.grounded}
+
+
+def _score(phrase: list[str], entry: list[str]) -> tuple | None:
+    if not entry or not phrase:
+        return None
+    shared = [w for w in entry if w in phrase]
+    coverage = len(set(shared)) / len(set(entry))
+    meaningful = [w for w in shared if w not in _STEMMED_GENERIC]
+    if coverage < 1 and not (coverage >= 0.5 and meaningful):
+        return None
+    if coverage < 1 and len(set(entry)) > 1 and not meaningful:
+        return None
+    in_order = [w for w in phrase if w in entry] == [w for w in entry if w in phrase]
+    precision = len(set(shared)) / len(set(phrase))
+    return (coverage, precision, in_order)
+
+
+def ground_atom(name: str, vocabulary_atoms) -> str | None:
+    """The vocabulary atom an invented name stands for, or None."""
+    if name in vocabulary_atoms:
+        return name
+    phrase = words_of(name)
+    best, best_score = None, None
+    for candidate in sorted(vocabulary_atoms):
+        score = _score(phrase, words_of(candidate))
+        if score is not None and (best_score is None or score > best_score):
+            best, best_score = candidate, score
+    return best
+
+
+def _path_type(types) -> set:
+    return {str(t).lower() for t in (types or ())}
+
+
+def ground_path(path: str, value, paths: dict) -> str | None:
+    """A vocabulary path for a comparison's field (``data.amount`` -> ``output.args.amount``)
+    whose type fits the compared value."""
+    if path in paths:
+        return path
+    field_words = words_of(path.removeprefix("data."))
+    wanted = "string" if isinstance(value, str) else "boolean" if isinstance(value, bool) \
+        else "number"
+    best, best_score = None, None
+    for candidate in sorted(paths):
+        types = _path_type(paths[candidate])
+        if types and wanted not in types and not ({"integer", "float"} & types
+                                                  and wanted == "number"):
+            continue
+        last = words_of(candidate.rsplit(".", 1)[-1])
+        score = _score(field_words, last)
+        if score is not None and score[0] == 1 and (best_score is None or score > best_score):
+            best, best_score = candidate, score
+    return best
+
+
+def _const(operand):
+    return operand[1] if operand and operand[0] == "const" else None
+
+
+def ground(f: Formula, invented: list[str], vocabulary) -> tuple[Formula, list[Grounding]]:
+    """``f`` with its invented atoms and data fields moved onto the vocabulary, and the mapping
+    of every phrase (grounded or invented)."""
+    atoms = frozenset(getattr(vocabulary, "atoms", ()) or ())
+    paths = dict(getattr(vocabulary, "paths", {}) or {})
+    mapping: list[Grounding] = []
+    renamed: dict[str, str] = {}
+    for name in invented:
+        target = ground_atom(name, atoms) if atoms else None
+        renamed[name] = target or name
+        mapping.append(Grounding(name.replace("_", " "), target or name, target is not None))
+    path_renamed: dict[str, str] = {}
+
+    def visit(g: Formula) -> Formula:
+        if g.op == "atom":
+            return fm.Atom(renamed.get(g.name, g.name))
+        if g.op == "cmp":
+            c = g.payload
+            left = c.left
+            if left[0] in ("path", "prev") and paths:
+                target = ground_path(left[1], _const(c.right), paths)
+                if target is not None and target != left[1]:
+                    if left[1] not in path_renamed:
+                        path_renamed[left[1]] = target
+                        mapping.append(Grounding(left[1].removeprefix("data.").replace("_", " "),
+                                                 target, True))
+                    return fm.Compare((left[0], target), c.op, c.right)
+            return g
+        if not g.args:
+            return g
+        return fm.rebuild(g, tuple(visit(a) for a in g.args))
+
+    return visit(f), mapping
