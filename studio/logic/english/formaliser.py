@@ -563,8 +563,14 @@ class _Tree(Transformer):
 
     def comparison(self, c):
         tokens = [self._token(t) for t in c]
-        return Leaf(words=tuple(t for t in tokens if t.kind in ("WORD", "NUM")),
-                    compare=tokens[-2], value=tokens[-1])
+        at = next(k for k, t in enumerate(tokens) if t.kind == "COMPARE")
+        compare, value = tokens[at], tokens[at + 1]
+        trailing = tuple(t for t in tokens[at + 2:] if t.kind == "WORD")
+        if trailing and compare.value[1] != "prep":
+            raise NotUnderstood("words after a comparison", trailing)
+        # "send more than 5000 in one transfer": the words after the amount name the event too
+        return Leaf(words=tuple(t for t in tokens[:at] if t.kind in ("WORD", "NUM")) + trailing,
+                    compare=compare, value=value)
 
     def negated(self, c):
         return Connective("not", (c[1],), self._token(c[0]))
@@ -894,6 +900,7 @@ class _Reader:
         self.options = options or {}
         self.consulted: dict[str, list[tuple[str, str]]] = {}
         self.kinds: list[str] = []
+        self.state_trigger = False
 
     def choose(self, key: str, choices: list[tuple[str, str]]) -> str:
         """One of ``choices`` ((value, what it means), the usual meaning first) for the open
@@ -1015,6 +1022,15 @@ class _Reader:
         happen = any(m.name == "HAPPEN" for m in mods)
         if not timing and default == "next":
             return WX(Not(f)) if neg else X(f)
+        if (not timing and default == "now" and not neg and any(m.name == "MODAL" for m in mods)
+                and not any(m.name == "HOLD" for m in mods) and _names_an_action(clause)):
+            # "whenever P, the agent must Q": an action the trigger calls for.
+            choices = [("eventually", "the required action at that step or any later one"),
+                       ("now", "the required action at that very step")]
+            # while a state lasts ("whenever the light is red, the car must stop") the action
+            # is due at once; an event calls for a later one (one event a step)
+            when = self.choose("response", choices[::-1] if self.state_trigger else choices)
+            return F(f) if when == "eventually" else f
         if not timing:
             if neg:
                 return G(Not(f)) if (never or happen or default != "now") else Not(f)
@@ -1067,6 +1083,9 @@ class _Reader:
             if neg:
                 return _Rule(absence(f), "absence", p=f)
             if clause.has("HAPPEN") or (not clause.has("HOLD") and _names_an_action(clause)):
+                steps = self.actions(before, after, extra)
+                if steps is not None:
+                    return _Rule(steps)
                 return _Rule(existence(f), "existence", p=f)
             return _Rule(universality(f), "universality", p=f)
         if len(timing) == 2 and not neg:
@@ -1101,6 +1120,25 @@ class _Reader:
             return _Rule(F(And(Not(f) if neg else f, LAST_STEP)))
         raise NotUnderstood(f"“{t.token.text}” needs something to refer to (a trigger or an "
                             "event)", [t.token])
+
+    def actions(self, before, after, extra) -> Formula | None:
+        """"Take the key and unlock the door": two actions are two steps (one event a step),
+        in the order written, or in any order; None when the clause is not such a list."""
+        node = after if before is None else before
+        if (extra is not None or after is not None or not isinstance(node, Connective)
+                or node.op != "and" or len(node.items) > 4
+                or not all(isinstance(x, Leaf) and x.plain and x.words
+                           and not x.words[0].after_copula for x in node.items)):
+            return None
+        items = [self.leaf(x) for x in node.items]
+        how = self.choose("and", [("sequence", "the actions one after the other, in this order"),
+                                  ("any", "each action at some step, in any order")])
+        if how == "any":
+            return And(*[F(x) for x in items])
+        f = items[-1]
+        for x in reversed(items[:-1]):
+            f = And(x, X(F(f)))
+        return F(f)
 
     def every(self, clause: Clause) -> _Rule | None:
         """"Every request must eventually be answered": a response from the subject to the
@@ -1260,6 +1298,7 @@ class _Reader:
             required = And(*[self.consequent(c, "now") for c in trigger_parts])
             return _Rule(G(Implies(condition, required)))
         condition = And(*[self.state(c) for c in trigger_parts])
+        self.state_trigger = all(_describes_state(c) for c in trigger_parts)
         required = self.obligation(consequent, node.timing)
         f = G(Implies(condition, required))
         if required.op == "F":
@@ -1268,6 +1307,11 @@ class _Reader:
 
     def chain(self, node: Chain) -> _Rule:
         head = node.parts[0]
+        if (head.has("MODAL") and not head.has("NEVER", "NOT", "FORBIDDEN")
+                and node.links[0] == "then" and _names_an_action(head)):
+            # "the agent must open a ticket and then notify the customer": both, in order.
+            rest = self.chain_tail(node.parts[1:], node.links)
+            return _Rule(F(And(self.subject(head), rest)))
         if head.has("EVENTUALLY", "LATER"):
             # "at some point P, followed by Q, and then R": one strictly later than the other.
             rest = self.chain_tail(node.parts[1:], node.links)
@@ -1406,6 +1450,9 @@ def _merge(props: list):
 
 
 def _extend(leaf: Leaf, words: tuple) -> Leaf:
+    if leaf.compare is not None and leaf.compare.value[1] == "prep":
+        # "payments above 10000 must never be made": the words name the event compared
+        return replace(leaf, words=leaf.words + words)
     if leaf.compare is not None:
         raise NotUnderstood("words after a comparison", words)
     if leaf.quoted is not None:
@@ -1457,6 +1504,28 @@ def _names_action_first(clause: Clause) -> bool:
         return not word.after_determiner and not _numbered(word)
     value = str(word.value)
     return (len(value) > 4 and value.endswith("ed")) or value in lexicon.IRREGULAR_PARTICIPLES
+
+
+def _is_participle(word: Token) -> bool:
+    value = str(word.value)
+    return (len(value) > 4 and value.endswith("ed")) or value in lexicon.IRREGULAR_PARTICIPLES
+
+
+def _describes_state(clause: Clause) -> bool:
+    """A condition that describes a state ("the light is red", "the amount exceeds 10000"),
+    not an event ("a file is deleted", "the user asks for a refund")."""
+    for leaf in clause.segments:
+        while isinstance(leaf, Connective):
+            leaf = leaf.items[0]
+        if not isinstance(leaf, Leaf):
+            continue
+        if leaf.compare is not None:
+            return True
+        copula = next((w for w in leaf.words if w.after_copula), None)
+        if copula is not None:
+            return not _is_participle(copula)
+        return False
+    return False
 
 
 def _names_an_action(clause: Clause) -> bool:

@@ -50,7 +50,11 @@ _SYNONYMS = {
 
 
 def _stem(word: str) -> str:
-    w = word.lower()
+    w = _stem_once(word.lower())
+    return _stem_once(w) if w.endswith("ment") else w
+
+
+def _stem_once(w: str) -> str:
     for suffix, repl in (("ification", "ify"), ("ication", "icate"), ("ies", "y"),
                          ("ied", "y"), ("ing", ""), ("ment", ""), ("ions", ""), ("ion", ""),
                          ("als", ""), ("al", ""), ("ed", ""), ("es", ""), ("s", "")):
@@ -78,7 +82,8 @@ def words_of(name: str) -> list[str]:
             continue
         stem = _stem(raw)
         stem = _STEMMED_SYNONYMS.get(stem, stem)
-        if stem in _STEMMED_ACTORS or stem in ("the", "a", "an", "to", "for", "of", "on"):
+        if stem in _STEMMED_ACTORS or stem in ("the", "a", "an", "to", "for", "of", "on", "in",
+                                               "one", "singl", "any", "with", "from", "by"):
             continue
         out.append(stem)
     return out
@@ -102,12 +107,14 @@ def _score(phrase: list[str], entry: list[str]) -> tuple | None:
     shared = [w for w in entry if w in phrase]
     coverage = len(set(shared)) / len(set(entry))
     meaningful = [w for w in shared if w not in _STEMMED_GENERIC]
+    precision = len(set(shared)) / len(set(phrase))
+    if coverage >= 0.5 and precision == 1:
+        meaningful = meaningful or shared     # the phrase is all in the entry ("send" alone)
     if coverage < 1 and not (coverage >= 0.5 and meaningful):
         return None
     if coverage < 1 and len(set(entry)) > 1 and not meaningful:
         return None
     in_order = [w for w in phrase if w in entry] == [w for w in entry if w in phrase]
-    precision = len(set(shared)) / len(set(phrase))
     return (coverage, precision, in_order)
 
 
