@@ -21,9 +21,27 @@ ENGLISH_LIMIT = 4000
 REVIEW_LENGTH = 10
 
 
-def formalise(english: str, engine: str = "offline", atoms: tuple[str, ...] = ()) -> dict:
+def workspace_vocabulary(workspace, declared=()):
+    """What the workspace's logs and labelers produce (``studio.logic.vocabulary.Vocabulary``:
+    ``.atoms`` and ``.paths``), for grounding English in it; None when nothing is known yet.
+
+    Read from the vocabulary the uploads and live events record (``VocabularyEntry``) plus the
+    labelers' declared atoms."""
+    from studio.logic.vocabulary import Vocabulary
+    from studio.traces.models import VocabularyEntry
+
+    entries = list(VocabularyEntry.objects.filter(workspace=workspace)
+                   .values_list("kind", "name", "json_type"))
+    if not entries and not declared:
+        return None
+    return Vocabulary.from_entries(entries, declared)
+
+
+def formalise(english: str, engine: str = "offline", atoms: tuple[str, ...] = (),
+              vocabulary=None) -> dict:
     """The engine's reading of ``english``: the formula and its atoms, or the words it could not
-    place and why.  ``atoms`` (the workspace's known atoms) guide the LLM's naming."""
+    place and why.  ``atoms`` (the workspace's known atoms) guide the LLM's naming;
+    ``vocabulary`` (``.atoms``, ``.paths``) grounds the offline engine's phrases in it."""
     if engine not in ENGINES:
         raise ServiceError(f"unknown engine {engine!r}; engines are {', '.join(ENGINES)}",
                            field="engine", status=422)
@@ -34,7 +52,7 @@ def formalise(english: str, engine: str = "offline", atoms: tuple[str, ...] = ()
         raise ServiceError(f"the rule is {len(english)} characters long; at most "
                            f"{ENGLISH_LIMIT}", field="english", status=422)
     if engine == "offline":
-        result = offline_formalise(english)
+        result = offline_formalise(english, vocabulary=vocabulary)
     else:
         from studio.logic.english.llm import LLMFormaliser
 
@@ -43,9 +61,20 @@ def formalise(english: str, engine: str = "offline", atoms: tuple[str, ...] = ()
 
 
 def _formalisation(result: Formalisation) -> dict:
+    """``readings``: every plausible reading (the first is ``formula``), each with its English,
+    what it takes the rule to mean (``why``) and a shortest trace telling it from reading
+    ``against``; ``mapping``: each phrase and the atom it became (``grounded`` in the
+    workspace's vocabulary, or invented); ``name``: a proposed rule name."""
+    readings = [r.as_dict() for r in getattr(result, "readings", ())]
+    if result.ok and not readings:
+        readings = [{"formula": result.text, "english": review.explain(result.formula),
+                     "why": "", "trace": [], "against": None}]
     return {"ok": result.ok, "engine": result.engine, "formula": result.text,
             "atoms": list(result.atoms), "message": result.message,
-            "unplaced": [{"word": word, "at": at} for word, at in result.unplaced]}
+            "unplaced": [{"word": word, "at": at} for word, at in result.unplaced],
+            "readings": readings,
+            "mapping": [m.as_dict() for m in getattr(result, "mapping", ())],
+            "name": getattr(result, "name", "")}
 
 
 def _trace(found: review.SearchResult) -> dict:

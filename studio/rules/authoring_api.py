@@ -21,6 +21,20 @@ class FormaliseIn(Schema):
     engine: Literal["offline", "llm"] = "offline"
 
 
+class ReadingOut(Schema):
+    formula: str
+    english: str
+    why: str
+    trace: list[list[str]]
+    against: int | None
+
+
+class GroundingOut(Schema):
+    phrase: str
+    atom: str
+    grounded: bool
+
+
 class FormaliseOut(Schema):
     ok: bool
     engine: str
@@ -28,6 +42,9 @@ class FormaliseOut(Schema):
     atoms: list[str]
     message: str
     unplaced: list[dict[str, Any]]
+    readings: list[ReadingOut]
+    mapping: list[GroundingOut]
+    name: str
 
 
 class ReviewIn(Schema):
@@ -40,7 +57,8 @@ class ReviewIn(Schema):
 def formalise(request, slug: str, body: FormaliseIn):
     workspace = workspace_for(request, slug)
     known = tuple(sorted(labeling_for(workspace).declared_atoms))
-    return authoring.formalise(body.english, body.engine, known)
+    vocabulary = authoring.workspace_vocabulary(workspace, known)
+    return authoring.formalise(body.english, body.engine, known, vocabulary)
 
 
 @router.post("w/{slug}/formulas/review", response=dict[str, Any],

@@ -111,12 +111,20 @@ def formalise_english(request: HttpRequest, slug: str):
     context = {"workspace": workspace, "roles": roles, "english": english, "engine": engine}
     try:
         known = tuple(sorted(labeling_for(workspace).declared_atoms))
-        context["reading"] = authoring.formalise(english, engine, known)
+        vocabulary = authoring.workspace_vocabulary(workspace, known)
+        context["reading"] = authoring.formalise(english, engine, known, vocabulary)
     except ServiceError as exc:
         context["error"] = exc.message
     if context.get("reading", {}).get("ok"):
-        context["use_query"] = urlencode({"formula": context["reading"]["formula"],
-                                          "description": english.strip()})
+        reading = context["reading"]
+        context["use_query"] = urlencode({"formula": reading["formula"],
+                                          "description": english.strip(),
+                                          "name": reading["name"]})
+        # one link per reading: the author picks the meaning they intended
+        for item in reading["readings"]:
+            item["use_query"] = urlencode({"formula": item["formula"],
+                                           "description": english.strip(),
+                                           "name": reading["name"]})
     template = ("rules/_formalised.html" if request.headers.get("HX-Request")
                 else "rules/formalise.html")
     return render(request, template, context)
