@@ -124,7 +124,7 @@ def _cached_ruleset(versions: list[LiveVersion]) -> RuleSet:
             _RULESETS.move_to_end(key)
             return found
     with _MONITOR_LOCK:
-        built = RuleSet([(v.rule, v.formula) for v in versions])
+        built = RuleSet([(v.rule, v.formula, v.counting or None) for v in versions])
     with _CACHE_LOCK:
         _RULESETS[key] = built
         while len(_RULESETS) > _RULESETS_MAX:
@@ -175,6 +175,7 @@ class LiveVersion:
     id: int
     rule: str
     formula: str
+    counting: str = ""
 
 
 @dataclass
@@ -198,7 +199,7 @@ def live_versions(workspace: Workspace) -> list[LiveVersion]:
     of each rule of the live rule sets, or of every rule of the workspace when no rule set is
     live; ordered by rule name.  tests/live/test_services.py checks that the two agree."""
     sql = f"""
-        SELECT v.id, v.rule_id, r.name, v.formula
+        SELECT v.id, v.rule_id, r.name, v.formula, v.counting
         FROM {_table(RuleVersion)} v JOIN {_table(Rule)} r ON r.id = v.rule_id
         WHERE v.status = %s AND (
             (r.workspace_id = %s AND NOT EXISTS (
@@ -213,9 +214,9 @@ def live_versions(workspace: Workspace) -> list[LiveVersion]:
                              workspace.pk])
         rows = cursor.fetchall()
     newest: dict[int, LiveVersion] = {}
-    for version_id, rule_id, name, formula in rows:
+    for version_id, rule_id, name, formula, counting in rows:
         if rule_id not in newest:
-            newest[rule_id] = LiveVersion(version_id, name, formula)
+            newest[rule_id] = LiveVersion(version_id, name, formula, counting)
     return sorted(newest.values(), key=lambda v: v.rule)
 
 
@@ -1001,8 +1002,9 @@ def current_rules(session: TraceSession, context: Context) -> dict:
                                        "rebuilds it from the stored events"}
     try:
         ids = [int(version_id) for _, version_id in key]
-        formulas = dict(RuleVersion.objects.filter(id__in=ids).values_list("id", "formula"))
-        versions = [LiveVersion(int(version_id), rule, formulas[int(version_id)])
+        stored = {pk: (formula, counting) for pk, formula, counting in RuleVersion.objects
+                  .filter(id__in=ids).values_list("id", "formula", "counting")}
+        versions = [LiveVersion(int(version_id), rule, *stored[int(version_id)])
                     for rule, version_id in key]
         saved_for = Context(versions, _cached_ruleset(versions), context.labeling)
     except (KeyError, TypeError, ValueError):

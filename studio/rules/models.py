@@ -43,6 +43,9 @@ class RuleVersion(models.Model):
     number = models.PositiveIntegerField()
     formula = models.TextField()
     english = models.TextField(blank=True)
+    # How violations are counted (studio.monitor.verdicts.COUNTING_MODES), resolved when the
+    # version is written: a version's counting never changes, a different one is a new version.
+    counting = models.CharField(max_length=20, default="")
     status = models.CharField(max_length=20, choices=VersionStatus.choices,
                               default=VersionStatus.DRAFT)
     # The person who wrote it; a version written through a machine token also names the token

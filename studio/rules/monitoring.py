@@ -48,9 +48,9 @@ def live_versions(workspace) -> list[RuleVersion]:
     return sorted(seen.values(), key=lambda v: v.rule.name)
 
 
-def rule_pairs(versions: Iterable[RuleVersion]) -> list[tuple[str, str]]:
-    """``(rule name, formula)`` of each version: what a ``RuleSet`` is built from."""
-    return [(v.rule.name, v.formula) for v in versions]
+def rule_pairs(versions: Iterable[RuleVersion]) -> list[tuple[str, str, str | None]]:
+    """``(rule name, formula, counting)`` of each version: what a ``RuleSet`` is built from."""
+    return [(v.rule.name, v.formula, v.counting or None) for v in versions]
 
 
 def ruleset_for(versions: Iterable[RuleVersion]) -> RuleSet:
