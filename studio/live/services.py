@@ -52,9 +52,11 @@ from django.utils.dateparse import parse_datetime
 from studio.api.core import ServiceError
 from studio.labeling import Labeling, make_labeler
 from studio.labeling.llm import LLMError
+from studio.logic.vocabulary import collect_event
 from studio.monitor import VIOLATED, FastSessionMonitor, RuleSet, SessionMonitor
 from studio.rules.models import Labeler, Rule, RuleVersion, VersionStatus
 from studio.rules.models import RuleSet as RuleSetModel
+from studio.traces import vocabulary
 from studio.traces.models import Event, TraceSession, monitor_event
 from studio.workspaces.models import Workspace
 
@@ -982,6 +984,11 @@ def _ingest_once(workspace: Workspace, external_id: str, valid: list[tuple[int, 
             _write(inserts, update)
         except IntegrityError:
             raise _Retry() from None
+        if rows:  # the tools, labels and fields these events show (usually all known: no write)
+            seen: set = set()
+            for _, clean in rows:
+                collect_event(clean.input, clean.output, clean.data, clean.labels, seen)
+            vocabulary.record(workspace, seen)
         # Only what was committed may be reused: a rolled-back delivery leaves nothing.
         transaction.on_commit(lambda: _keep_live(workspace.pk, external_id, live))
     return {"session": external_id, "steps": steps, "stored": len(rows),

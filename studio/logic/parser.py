@@ -9,6 +9,7 @@ callbacks build formulas directly (no intermediate tree).
 from __future__ import annotations
 
 import json
+import re
 from functools import lru_cache
 from pathlib import Path
 
@@ -73,7 +74,7 @@ class _Build(Transformer):
         return fm.Atom(str(c[0]))
 
     def quoted_atom(self, c):
-        name = _decode_string(c[0])
+        name = _decode_string(c[0], "atom")
         if not name:
             raise _SemanticError("an atom cannot be the empty string", c[0])
         return fm.Atom(name)
@@ -95,7 +96,7 @@ class _Build(Transformer):
         return ("const", value)
 
     def string(self, c):
-        return ("const", _decode_string(c[0]))
+        return ("const", _decode_string(c[0], "quoted text"))
 
     def true_value(self, c):
         return ("const", True)
@@ -186,11 +187,72 @@ class _Build(Transformer):
         return self._guard(fm.And(*c[::2]), c[1])
 
 
-def _decode_string(token: Token) -> str:
+def _decode_string(token: Token, what: str) -> str:
     try:
-        return json.loads(str(token))
+        text = json.loads(str(token))
     except ValueError as exc:
         raise _SemanticError(f"bad escape in quoted string ({exc.msg})", token) from None
+    found = _INVISIBLE.search(text)
+    if found is not None:  # written as an escape: the printed formula would hide it
+        raise _SemanticError(f"the {what} contains {_describe(found.group())} (written as an "
+                             f"escape) at column {token.column}; remove it", token)
+    return text
+
+
+# Characters that change how text is displayed without being seen (Trojan Source: an atom
+# that reads as one name and is another) and lone surrogates, which are not characters.
+_INVISIBLE_NAMES = {
+    "\u202a": "left-to-right embedding", "\u202b": "right-to-left embedding",
+    "\u202c": "pop directional formatting", "\u202d": "left-to-right override",
+    "\u202e": "right-to-left override", "\u2066": "left-to-right isolate",
+    "\u2067": "right-to-left isolate", "\u2068": "first strong isolate",
+    "\u2069": "pop directional isolate", "\u200e": "left-to-right mark",
+    "\u200f": "right-to-left mark", "\u061c": "Arabic letter mark",
+    "\u200b": "zero-width space", "\u200c": "zero-width non-joiner",
+    "\u200d": "zero-width joiner", "\u2060": "word joiner",
+    "\ufeff": "zero-width no-break space",
+}
+_INVISIBLE = re.compile("[" + "".join(_INVISIBLE_NAMES) + "\ud800-\udfff]")
+_QUOTED = re.compile(r'"(?:[^"\\\n]|\\.)*"')
+_NAME_CHAR = re.compile(r"[a-z0-9_:.\-]")
+_COMPARE_BEFORE = re.compile(r"(?:==|!=|<=|>=|<|>)\s*$")
+
+
+class _Place:
+    """Where a refused character is, as a token would say it."""
+
+    def __init__(self, line: int, column: int):
+        self.line = line
+        self.column = column
+
+
+def _describe(char: str) -> str:
+    name = _INVISIBLE_NAMES.get(char)
+    if name is not None:
+        return f"an invisible {name} (U+{ord(char):04X})"
+    return f"an unpaired UTF-16 surrogate (U+{ord(char):04X}, not a character)"
+
+
+def _refuse_invisible(text: str) -> None:
+    """Refuse bidirectional controls, zero-width characters and lone surrogates anywhere in
+    the text, naming the line and column and whether they sit in an atom."""
+    found = _INVISIBLE.search(text)
+    if found is None:
+        return
+    pos = found.start()
+    line = text.count("\n", 0, pos) + 1
+    column = pos - (text.rfind("\n", 0, pos) + 1) + 1
+    # Touching an atom's letters, it is part of what the reader takes for that atom.
+    touching = text[pos - 1:pos] + text[pos + 1:pos + 2]
+    what = "atom" if _NAME_CHAR.search(touching) else "formula"
+    for quoted in _QUOTED.finditer(text):
+        if quoted.start() < pos < quoted.end():
+            # A quoted string after a comparison operator is a value; elsewhere an atom.
+            value = _COMPARE_BEFORE.search(text, 0, quoted.start()) is not None
+            what = "quoted text" if value else "atom"
+            break
+    raise _SemanticError(f"the {what} contains {_describe(found.group())} at column {column}; "
+                         "retype it", _Place(line, column))
 
 
 @lru_cache(maxsize=1)
@@ -205,6 +267,7 @@ def _parse_text(text: str):
     # Live monitors are saved as residual text and read back on every delivery: the same few
     # texts over and over.  Formulas are interned, so the memo changes nothing but the time
     # (and keeps at most this many formulas alive); errors are raised afresh, never cached.
+    _refuse_invisible(text)
     return _parser().parse(text)
 
 

@@ -145,3 +145,27 @@ class Event(models.Model):
         """The event as the monitors and labelers read it."""
         return monitor_event(self.session_id, self.step, self.lifeline, self.input, self.output,
                              self.data, self.labels)
+
+
+class VocabularyKind(models.TextChoices):
+    BUILTIN = "builtin"   # a built-in atom seen in an event: tool_call:NAME, stop_reason:R, role:R
+    LABEL = "label"       # an atom an event arrived labelled with
+    PATH = "path"         # a data path seen in an event (json_type: what it held there)
+
+
+class VocabularyEntry(models.Model):
+    """Something a workspace's events were seen to produce (``studio.logic.vocabulary``):
+    written as uploads are parsed and live events arrive, one bulk insert per batch that skips
+    what is already there; rebuilt from the stored events by ``manage.py rebuild_vocabulary``.
+    A path seen holding several JSON types has one row per type."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE,
+                                  related_name="vocabulary")
+    kind = models.CharField(max_length=10, choices=VocabularyKind.choices)
+    name = models.CharField(max_length=500)
+    json_type = models.CharField(max_length=10, blank=True)  # paths only
+    first_seen = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["workspace", "kind", "name", "json_type"],
+                                               name="vocabulary_entry_once")]

@@ -29,6 +29,7 @@ import orjson
 from studio.bulkwork import BULK_THRESHOLDS
 from studio.childprocess import receive, send, spawn, stop
 from studio.copyformat import NULL, json_field, needs_escaping, text_field
+from studio.logic.vocabulary import BatchCollector
 
 from . import formats
 from .formats import LineError, OptionsError
@@ -74,6 +75,9 @@ class Batch:
     # monitoring process much faster than the COPY text is; None when not asked for, or when
     # a value marshal cannot write came up.
     payloads: list[bytes] | None = None
+    # What the batch's events show of the workspace's vocabulary: ``(kind, name, json_type)``
+    # (``studio.logic.vocabulary``), collected from the values parsed anyway.
+    vocabulary: set | None = None
 
 
 def share_of(session: str, shares: int) -> int:
@@ -175,6 +179,7 @@ def batches(items: Iterable[dict | LineError], handle, skip: int, sizes: BatchSi
     last_line: int | None = None
     share_cache: dict[str, int] = {}
     payloads: list[list] = [[] for _ in range(shares)]
+    seen = BatchCollector()
     for position, item in enumerate(items, start=1):
         if position <= skip:
             continue
@@ -182,9 +187,9 @@ def batches(items: Iterable[dict | LineError], handle, skip: int, sizes: BatchSi
         # Batches end between records, so a record's events and errors are counted together.
         if (events >= limit or size >= sizes.bytes) and line != last_line and batch:
             yield Batch(batch, next_start, _tell(handle),
-                        _marshalled(payloads) if shares else None)
+                        _marshalled(payloads) if shares else None, seen.entries)
             next_start += len(batch)
-            batch, events, size = [], 0, 0
+            batch, events, size, seen = [], 0, 0, BatchCollector()
             payloads = [[] for _ in range(shares)]
             limit = min(2 * limit, sizes.events)
         last_line = line
@@ -206,11 +211,13 @@ def batches(items: Iterable[dict | LineError], handle, skip: int, sizes: BatchSi
             row.share, row.position = share, len(values)
             values.append((item["lifeline"] or "", item["input"], item["output"], item["data"],
                            item["labels"]))
+        seen.add(item["input"], item["output"], item["data"], item["labels"])
         batch.append(row)
         events += 1
         size += len(tail) + 20
     if batch:
-        yield Batch(batch, next_start, _tell(handle), _marshalled(payloads) if shares else None)
+        yield Batch(batch, next_start, _tell(handle), _marshalled(payloads) if shares else None,
+                    seen.entries)
 
 
 def _tell(handle) -> int:
@@ -305,7 +312,8 @@ def _serve(path: str, format: str, options: dict, name: str, skip: int, sizes: B
                         (i.seq, i.line, i.session, i.step, i.event_id, i.tail, None, 0, i.share,
                          i.position) if type(i) is Row else i
                         for i in items[offset:offset + _ITEMS_PER_MESSAGE]]))
-                send(out, ("cut", batch.start, batch.position, batch.payloads))
+                send(out, ("cut", batch.start, batch.position, batch.payloads,
+                           batch.vocabulary))
     except BrokenPipeError:
         return  # the parent stopped reading: it has given up on this parse
     except OptionsError as exc:

@@ -51,7 +51,7 @@ from studio.bulkwork import fewer_collections
 from studio.workspaces.models import Workspace
 from studio.workspaces.services import record
 
-from . import formats, parsing
+from . import formats, parsing, vocabulary
 from .copytext import DIRECT_COLUMNS, monitor_rows
 from .formats import LineError, OptionsError
 from .models import Event, TraceSession, Upload, UploadError, UploadStatus
@@ -536,6 +536,8 @@ class _Store:
                              pointer=e.pointer[:500]) for e in errors], batch_size=1000)
             lines = {item.line for item in batch.items}
             bad = {e.line for e in errors}
+            if stored and batch.vocabulary:
+                vocabulary.record(self.upload.workspace, batch.vocabulary)
             Upload.objects.filter(pk=self.upload.pk).update(
                 lines_total=F("lines_total") + len(lines), lines_bad=F("lines_bad") + len(bad),
                 lines_ok=F("lines_ok") + len(lines - bad),
