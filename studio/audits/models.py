@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from studio.monitor.verdicts import session_verdict
 from studio.rules.models import RuleSet, RuleVersion
 from studio.traces.models import Event, TraceSession, Upload
 from studio.workspaces.models import Workspace
@@ -104,6 +105,13 @@ class SessionResult(models.Model):
         constraints = [models.UniqueConstraint(fields=["run", "session", "rule_version"],
                                                name="one_result_per_session_rule")]
         ordering = ["session_id", "rule_version_id"]
+
+    @property
+    def session_verdict(self) -> str:
+        """The rule's one verdict in the session (``studio.monitor.verdicts.session_verdict``);
+        reads ``session`` and ``rule_version``: select them with the result."""
+        return session_verdict(self.violation_count, self.final, open=self.session.is_open,
+                               settled=self.verdict, counting=self.rule_version.counting)
 
 
 class ViolationRecord(models.Model):

@@ -103,11 +103,19 @@ class TraceSession(models.Model):
     monitor_state = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     last_event_at = models.DateTimeField(null=True, blank=True)
+    # A live session is open until it is ended (by its agent, or after the workspace's
+    # inactivity timeout); an uploaded log is a finished session.
+    ended_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["workspace", "external_id"],
                                                name="session_id_unique_in_workspace")]
         ordering = ["id"]
+
+    @property
+    def is_open(self) -> bool:
+        """Whether more events may still arrive: a live session not yet ended."""
+        return self.source == "live" and self.ended_at is None
 
 
 class Event(models.Model):
