@@ -24,7 +24,11 @@ atoms outside the vocabulary (every such map is tried; there are few).
 * REFUSED: no reading.
 
 A second, looser figure ("shape right") also renames vocabulary atoms: it tells how much of the
-gap is grammar and how much is grounding words in the vocabulary.
+gap is grammar and how much is grounding words in the vocabulary.  A third counts single
+readings that agree with the expected formula on every log that can occur (one step is one
+event: at most one ``tool_call:`` atom and one ``role:`` atom a step), where "Y at the step of X
+or later" and "strictly later" cannot differ when X and Y are two tool calls.  Only the first
+figure is the goal's.
 """
 
 from __future__ import annotations
@@ -87,17 +91,33 @@ def _renamings(mine: list[str], theirs: list[str]):
         yield dict(zip(mine, image))
 
 
+def one_event_a_step(*formulas: fm.Formula) -> fm.Formula:
+    """At every step at most one tool call and at most one role: the logs' model (one step is
+    one event), over the built-in atoms the formulas read."""
+    names = sorted(set().union(*(_atoms(f) for f in formulas)))
+    parts = []
+    for prefix in ("tool_call:", "role:"):
+        group = [n for n in names if n.startswith(prefix)]
+        parts += [fm.Not(fm.And(fm.Atom(a), fm.Atom(b)))
+                  for a, b in itertools.combinations(group, 2)]
+    return fm.G(fm.And(*parts)) if parts else fm.TRUE
+
+
 def equivalent_up_to_invented(reading: fm.Formula, expected: fm.Formula,
-                              fixed: frozenset) -> bool | None:
+                              fixed: frozenset, on_logs: bool = False) -> bool | None:
     """Whether some renaming of ``reading``'s atoms outside ``fixed`` makes it equivalent to
     ``expected``; None when the comparison is beyond the review search's limits."""
     mine = sorted(_atoms(reading) - fixed)
     theirs = sorted(_atoms(expected) - fixed)
     beyond = False
     for mapping in _renamings(mine, theirs):
+        mine_renamed = rename(reading, mapping)
+        a, b = mine_renamed, expected
+        if on_logs:
+            model = one_event_a_step(mine_renamed, expected)
+            a, b = fm.Implies(model, a), fm.Implies(model, b)
         try:
-            if distinguishing_trace(rename(reading, mapping), expected,
-                                    max_length=MAX_LENGTH) is None:
+            if distinguishing_trace(a, b, max_length=MAX_LENGTH) is None:
                 return True
         except ReviewLimitError:
             beyond = True
@@ -127,6 +147,7 @@ def score_row(row: dict) -> dict:
     fixed = frozenset(vocabulary.atoms)
     matches = [equivalent_up_to_invented(r, expected, fixed) for r in readings]
     shape = [equivalent_up_to_invented(r, expected, frozenset()) for r in readings]
+    on_logs = [equivalent_up_to_invented(r, expected, fixed, on_logs=True) for r in readings]
     if not readings:
         verdict = "refused"
     elif len(readings) == 1:
@@ -137,6 +158,7 @@ def score_row(row: dict) -> dict:
                   and any(equivalent_up_to_invented(readings[0], p, fixed) for p in plausible))
     return {"id": row.get("id"), "english": row["english"], "verdict": verdict,
             "shape_right": any(shape), "defensible": defensible,
+            "on_logs_right": bool(on_logs) and len(readings) == 1 and bool(on_logs[0]),
             "beyond_limits": any(m is None for m in matches),
             "readings": [r.text for r in readings], "expected": row["expected"],
             "message": getattr(answer, "message", "")}
@@ -183,6 +205,9 @@ def main(argv=None) -> int:
     print(f"  refused                        {_pct(count['refused'], total)}")
     shape = sum(r["shape_right"] for r in results)
     print(f"  shape right (any atom renamed) {_pct(shape, total)}")
+    on_logs = sum(r["on_logs_right"] for r in results)
+    print(f"  one reading, right on possible logs (at most one tool call and one role a step)"
+          f" {_pct(on_logs, total)}")
     if several:
         mean = sum(len(r["readings"]) for r in several) / len(several)
         print(f"  rules with several readings: {len(several)}, {mean:.1f} readings on average")

@@ -275,7 +275,12 @@ def test_before_and_after_scopes_are_first_read_as_people_mean_them(pattern):
     for trace in TRACES:
         rs = [i for i, letter in enumerate(trace) if "r" in letter]
         qs = [i for i, letter in enumerate(trace) if "q" in letter]
-        until_r = _pattern_holds(trace, pattern, 0, rs[0] if rs else len(trace))
+        # (existence before r is precedence: p by the first r, none needed without an r)
+        if rs:
+            end = rs[0] + 1 if pattern == "existence" else rs[0]
+            until_r = _pattern_holds(trace, pattern, 0, end)
+        else:
+            until_r = pattern == "existence" or _pattern_holds(trace, pattern, 0, len(trace))
         assert holds(before, [(x, None) for x in trace]) == until_r, (before.text, trace)
         after_each_q = all(_pattern_holds(trace, pattern, i, len(trace)) for i in qs)
         assert holds(after, [(x, None) for x in trace]) == after_each_q, (after.text, trace)

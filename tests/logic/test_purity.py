@@ -25,6 +25,7 @@ PURE_MODULES = [
     "studio.labeling.llm_labeler",
     "studio.monitor",
     "studio.monitor.audit",
+    "studio.monitor.explain",
     "studio.causal",
 ]
 

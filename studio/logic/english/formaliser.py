@@ -223,6 +223,14 @@ def lex(text: str) -> list[Token]:
             # "While the account is locked, ...": at every step where it is.
             emitted.append(Token("WHILE", raw.text, raw.start))
             i += 1
+        elif (not at_sentence_start and raw.kind == "word" and raw.key == "throughout"
+              and i + 2 < len(raws) and raws[i + 1].key in lexicon.DETERMINERS
+              and raws[i + 2].kind == "word"):
+            # "... below 30 throughout the experiment": at every step
+            emitted.append(Token("ALWAYS", raw.text, raw.start))
+            for r in raws[i + 1:i + 3]:
+                tokens.append(Token("DROP", r.text, r.start))
+            i += 3
         elif (at_sentence_start and raw.kind == "word" and raw.key == "throughout"
               and any(r.text == "," for r in raws[i:])):
             # "Throughout the game, ...": the whole session, which every rule covers already.
@@ -497,7 +505,7 @@ class AlwaysRule:
 
 COUNTS = frozenset({"at_most", "at_least", "exactly", "more_than", "fewer_than"})
 TEMPORAL = frozenset({"ALWAYS", "EVENTUALLY", "LATER", "NEXT_STEP", "IN_A_ROW", "PREVIOUSLY",
-                      "within", "within_next", "AT_END"}) | COUNTS
+                      "within", "within_next", "AT_END", "AT_START"}) | COUNTS
 # The last step of a session: no step follows it.
 LAST_STEP = WX(fm.FALSE)
 NEGATIONS = frozenset({"NOT", "NEVER", "FORBIDDEN"})
@@ -684,6 +692,13 @@ class _Tree(Transformer):
     def while_first(self, c):
         trigger = next(x for x in c if isinstance(x, list))
         return Guarded("while", trigger, c[-1])
+
+    def while_last(self, c):
+        trigger = next(x for x in c if isinstance(x, list))
+        return Guarded("while", trigger, c[0])
+
+    def requires(self, c):
+        return Precedence("requires", c[0], c[2])
 
     def unless_first(self, c):
         return Guarded("unless", [c[1]], c[-1])
@@ -1118,6 +1133,8 @@ class _Reader:
             return _Rule(_count(f, t, neg))
         if name == "AT_END":
             return _Rule(F(And(Not(f) if neg else f, LAST_STEP)))
+        if name == "AT_START":
+            return _Rule(Not(f) if neg else f)
         raise NotUnderstood(f"“{t.token.text}” needs something to refer to (a trigger or an "
                             "event)", [t.token])
 
@@ -1296,6 +1313,12 @@ class _Reader:
         if node.style == "only_if":
             condition = self.state(consequent)
             required = And(*[self.consequent(c, "now") for c in trigger_parts])
+            if not all(_describes_state(c) for c in trigger_parts) and required.op != "not":
+                # "delete files only if the user approved": the approval may be earlier
+                choices = [("now", "the condition at that very step"),
+                           ("before", "the condition at that step or before it")]
+                if self.choose("only_if", choices) == "before":
+                    required = O(required)
             return _Rule(G(Implies(condition, required)))
         condition = And(*[self.state(c) for c in trigger_parts])
         self.state_trigger = all(_describes_state(c) for c in trigger_parts)
@@ -1355,6 +1378,14 @@ class _Reader:
             return self._precedence([self.state(node.first)], self.state(node.second))
         if kind == "preceded_by":
             return self._precedence([self.state(s) for s in node.second], self.state(node.first))
+        if kind == "requires":
+            # "transfers above 5000 require a second approval": each needs one before it
+            effect, cause = self.state(node.first), self.state(node.second)
+            how = self.choose("strict", [
+                ("same", "the earlier event may be at the same step as the later one"),
+                ("strict", "the earlier event must be at a strictly earlier step")])
+            earlier = O(cause) if how == "same" else Y(O(cause))
+            return _Rule(G(Implies(effect, earlier)))
         if kind == "preceded_by_prev":
             return _Rule(G(Implies(self.state(node.first), Y(self.state(node.second)))))
         raise AssertionError(kind)  # pragma: no cover
@@ -1410,6 +1441,11 @@ class _Reader:
                 ("until", "up to that event, whether or not it ever happens"),
                 ("dwyer", "only in sessions where that event happens")])
             kind = "before_until" if reading == "until" else "before"
+        if kind == "between" and inner.kind != "existence":
+            reading = self.choose("between", [
+                ("until", "up to the closing event, whether or not it comes"),
+                ("dwyer", "only in stretches that the closing event ends")])
+            kind = "after_until" if reading == "until" else "between"
         return _Rule(_scoped(inner, kind, args))
 
 
@@ -1605,7 +1641,7 @@ def _scoped(rule: _Rule, kind: str, args: list[Formula]) -> Formula:
         if rule.kind == "universality":
             return W(p, r)
         if rule.kind == "existence":
-            return U(Not(r), And(p, Not(r)))
+            return W(Not(r), p)
         if rule.kind == "precedence":
             return W(Not(p), Or(s, r))
         if rule.kind == "response":

@@ -40,7 +40,8 @@ _SYNONYMS = {
     "inform": "notify", "alert": "notify", "tell": "notify", "contact": "notify",
     "reimburse": "refund",
     "confirm": "verify", "validate": "verify", "authenticate": "verify",
-    "id": "identity",
+    "id": "identity", "administrator": "admin", "adm": "admin",
+    "reply": "respond", "answer": "respond", "response": "respond",
     "purchase": "buy", "order": "buy",
     "modify": "update", "change": "update", "edit": "update",
     "create": "open", "file": "file", "submit": "submit",
@@ -51,11 +52,17 @@ _SYNONYMS = {
 
 def _stem(word: str) -> str:
     w = _stem_once(word.lower())
-    return _stem_once(w) if w.endswith("ment") else w
+    w = _stem_once(w) if w.endswith("ment") else w
+    # noun and verb of one word alike: summary / summarize, apology / apologise
+    for suffix in ("iz", "is", "y"):
+        if w.endswith(suffix) and len(w) - len(suffix) >= 4:
+            return w[: len(w) - len(suffix)]
+    return w
 
 
 def _stem_once(w: str) -> str:
-    for suffix, repl in (("ification", "ify"), ("ication", "icate"), ("ies", "y"),
+    for suffix, repl in (("ification", "ify"), ("ication", "icate"), ("ization", "ize"),
+                         ("isation", "ise"), ("ation", "ate"), ("ies", "y"),
                          ("ied", "y"), ("ing", ""), ("ment", ""), ("ions", ""), ("ion", ""),
                          ("als", ""), ("al", ""), ("ed", ""), ("es", ""), ("s", "")):
         if w.endswith(suffix) and len(w) - len(suffix) >= 3:
@@ -83,7 +90,9 @@ def words_of(name: str) -> list[str]:
         stem = _stem(raw)
         stem = _STEMMED_SYNONYMS.get(stem, stem)
         if stem in _STEMMED_ACTORS or stem in ("the", "a", "an", "to", "for", "of", "on", "in",
-                                               "one", "singl", "any", "with", "from", "by"):
+                                               "one", "singl", "any", "with", "from", "by",
+                                               "is", "are", "be", "ha", "have", "been",
+                                               "dollar", "euro", "usd", "eur", "pound"):
             continue
         out.append(stem)
     return out
@@ -156,6 +165,33 @@ def ground_path(path: str, value, paths: dict) -> str | None:
     return best
 
 
+_CHANGES = {"decreas": "<", "drop": "<", "fall": "<", "shrink": "<", "go_down": "<",
+            "increas": ">", "ris": ">", "grow": ">", "go_up": ">", "chang": "!="}
+
+
+def ground_change(name: str, paths: dict) -> Formula | None:
+    """"the balance decreases" -> ``data.balance < prev(data.balance)`` when a number path
+    ends with the subject's words; "the status failed" -> ``data.status == "failed"`` when a
+    string path does."""
+    words = words_of(name)
+    if len(words) < 2:
+        return None
+    raw = [w for w in re.split(r"[_\s]+", name) if w]
+    for candidate in sorted(paths, key=len):
+        types = _path_type(paths[candidate])
+        field = words_of(candidate.rsplit(".", 1)[-1])
+        if not field or not set(field) <= set(words[:-1]):
+            continue
+        last = words[-1]
+        if "number" in types or "integer" in types or "float" in types:
+            op = _CHANGES.get(last)
+            if op is not None:
+                return fm.Compare(("path", candidate), op, ("prev", candidate))
+        if "string" in types and words.index(field[-1]) == len(words) - 2 and raw:
+            return fm.Compare(("path", candidate), "==", ("const", raw[-1]))
+    return None
+
+
 def _const(operand):
     return operand[1] if operand and operand[0] == "const" else None
 
@@ -167,14 +203,22 @@ def ground(f: Formula, invented: list[str], vocabulary) -> tuple[Formula, list[G
     paths = dict(getattr(vocabulary, "paths", {}) or {})
     mapping: list[Grounding] = []
     renamed: dict[str, str] = {}
+    changed: dict[str, Formula] = {}
     for name in invented:
         target = ground_atom(name, atoms) if atoms else None
+        change = ground_change(name, paths) if (target is None and paths) else None
+        if change is not None:
+            changed[name] = change
+            mapping.append(Grounding(name.replace("_", " "), change.text, True))
+            continue
         renamed[name] = target or name
         mapping.append(Grounding(name.replace("_", " "), target or name, target is not None))
     path_renamed: dict[str, str] = {}
 
     def visit(g: Formula) -> Formula:
         if g.op == "atom":
+            if g.name in changed:
+                return changed[g.name]
             return fm.Atom(renamed.get(g.name, g.name))
         if g.op == "cmp":
             c = g.payload

@@ -152,7 +152,8 @@ _add("HOLD", "stay", "stays", "remain", "remains", "be kept", "is kept", "are ke
 # The end of the session: "at the end of the session, the cart must be empty" reads the last
 # step; "before the session ends" only asks for the event to happen at all.
 _SESSION = ("session", "conversation", "game", "episode", "run", "interaction", "chat", "trace",
-            "dialogue", "task", "log")
+            "dialogue", "task", "log", "experiment", "process", "workflow", "procedure", "call",
+            "simulation", "exchange", "transaction", "day", "shift")
 for _noun in _SESSION:
     _add("AT_END", f"at the end of the {_noun}", f"when the {_noun} ends",
          f"at the end of each {_noun}", f"at the end of every {_noun}",
@@ -168,6 +169,20 @@ for _noun in _SESSION:
          f"throughout the entire {_noun}", f"for the whole {_noun}",
          f"for the entire {_noun}", f"for the rest of the {_noun}",
          f"during the whole {_noun}", f"during the entire {_noun}")
+for _noun in _SESSION:
+    _add("AT_START", f"at the start of the {_noun}", f"at the beginning of the {_noun}",
+         f"when the {_noun} starts", f"when the {_noun} begins", f"to start the {_noun}",
+         f"to open the {_noun}", f"before anything else in the {_noun}")
+    _add("MODAL AT_END", f"the {_noun} must end with", f"the {_noun} should end with",
+         f"every {_noun} must end with", f"each {_noun} must end with",
+         f"the {_noun} must close with", f"the {_noun} must finish with")
+_add("AT_START", "at the start", "at the beginning", "in the first step", "at the first step",
+     "first of all", "as the first step", "as the very first step", "as its first action",
+     "as the first action", "at step 0", "at step zero")
+_add("REQUIRES", "require", "requires", "required", "need", "needs", "must have",
+     "is conditional on", "are conditional on", "depends on", "depend on", "must be preceded by")
+_PHRASES["must be preceded by"] = "PRECEDED_BY"
+_add("DURING", "during")
 _add("AT_END", "at the end", "in the final step", "in the last step", "at the last step",
      "at the final step", "in the final state", "in the last state", "at the very end")
 _add("EVENTUALLY", "by the end", "before the end")
