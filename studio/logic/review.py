@@ -678,11 +678,36 @@ def _steps(n: int) -> str:
     return f"{n} step{'s' if n != 1 else ''}"
 
 
-def _english(f: Formula, start: bool) -> _Phrase:
-    """``start``: ``f`` is read at the first step (no temporal operator above it), where "the
-    current step" is the first one; elsewhere it is read at whichever step the context names."""
+@dataclass(frozen=True)
+class _Origin:
+    """The words for the step a whole formula is read from (no temporal operator above it)."""
+
+    now: str          # that step
+    next: str         # the one after it
+    another: str      # "if there is ... step" after it
+    some: str         # that step or a later one
+    every: str        # that step and every later one
+    from_now: str     # appended to "at every step"
+    frame_literals: bool = False  # say when a bare atom is read (it is not the first step)
+
+
+# A rule is read from the first step of a session; a residual from the step after the one
+# it was computed at ("what the rest of the session owes").
+_FIRST = _Origin("the first step", "the second step", "a second", "at some step",
+                 "at every step", "")
+_REST = _Origin("the next step", "the step after the next one", "a step after the next one",
+                "at the next step or a later one", "at the next step and every later one",
+                " from the next one", frame_literals=True)
+
+
+def _english(f: Formula, start: _Origin | None) -> _Phrase:
+    """``start``: ``f`` is read at the step ``start`` names (no temporal operator above it);
+    None: at whichever step the context names ("the current step")."""
     op = f.op
-    now = "the first step" if start else "the current step"
+    now = start.now if start else "the current step"
+    if start is not None and start.frame_literals and op in ("atom", "cmp", "not") and (
+            op != "not" or f.args[0].op in ("atom", "cmp")):
+        return _frame(_english(f, None), f"at {now}")
     if op == "true":
         return _Phrase("true", LITERAL)
     if op == "false":
@@ -721,10 +746,10 @@ def _english(f: Formula, start: bool) -> _Phrase:
     return _past(f, now)
 
 
-def _future(f: Formula, start: bool, now: str) -> _Phrase:
+def _future(f: Formula, start: _Origin | None, now: str) -> _Phrase:
     op = f.op
-    body = [_english(a, False) for a in f.args]
-    nxt = "the second step" if start else "the next step"
+    body = [_english(a, None) for a in f.args]
+    nxt = start.next if start else "the next step"
     if op == "X":
         if f.args[0] is TRUE:
             return _Phrase(f"{nxt} exists", CLOSED)
@@ -732,15 +757,16 @@ def _future(f: Formula, start: bool, now: str) -> _Phrase:
     if op == "WX":
         if f.args[0] is FALSE:
             return _Phrase(f"{nxt} does not exist", CLOSED)
-        return _frame(body[0], f"at {nxt} (if there is {'a second' if start else 'a next'} step)")
+        another = start.another if start else "a next"
+        return _frame(body[0], f"at {nxt} (if there is {another} step)")
     if op == "F":
         if f.args[0] is TRUE:  # the residual's "the session goes on"
             return _Phrase(f"{now} exists (the trace has not ended)", CLOSED)
-        return _frame(body[0], "at some step" if start else "at the current step or a later one")
+        return _frame(body[0], start.some if start else "at the current step or a later one")
     if op == "G":
         if f.args[0] is FALSE:  # the residual's "the session has ended"
             return _Phrase(f"{now} does not exist (the trace has ended)", CLOSED)
-        return _frame(body[0], "at every step" if start
+        return _frame(body[0], start.every if start
                       else "at the current step and every later one")
     if op in ("F[]", "G[]"):
         low, high = f.payload
@@ -753,10 +779,10 @@ def _future(f: Formula, start: bool, now: str) -> _Phrase:
         return _frame(body[0], when)
     left, right = body
     if op == "U":
-        first = _framed(right, "at some step" if start
+        first = _framed(right, start.some if start
                         else "at the current step or a later one", False)
         return _Phrase(f"{first}, and {_framed(left, 'at every step before that', True)}", OPEN)
-    from_now = "" if start else " from the current one"
+    from_now = start.from_now if start else " from the current one"
     if op == "W":
         frame = (f"at every step{from_now} until {_inner(right)} "
                  "(forever if that never happens)")
@@ -769,7 +795,7 @@ def _future(f: Formula, start: bool, now: str) -> _Phrase:
 
 def _past(f: Formula, now: str) -> _Phrase:
     op = f.op
-    body = [_english(a, False) for a in f.args]
+    body = [_english(a, None) for a in f.args]
     current = now == "the current step"
     if op == "Y":
         return _frame(body[0], "at the previous step (which must exist)" if current
@@ -802,7 +828,28 @@ def explain(f: Formula | str) -> str:
         return "Always satisfied (the formula is true)."
     if f is FALSE:
         return "Never satisfied (the formula is false)."
-    text = _english(f, True).text
+    return _sentence(f, _english(f, _FIRST).text)
+
+
+def explain_rest(f: Formula | str, capitalise: bool = True) -> str:
+    """A residual in precise English: what the rest of a session still owes, read from the step
+    after the one it was computed at.  ``F[0,3] use_knife`` reads "use_knife holds within 0 to
+    3 steps after the next step (at a step that exists)."; the constants read as for
+    ``explain``.  ``capitalise=False`` for a sentence that goes on after a colon."""
+    f = _as_formula(f)
+    if f is TRUE or f is FALSE:
+        return explain(f)
+    text = _english(f, _REST).text
+    return _sentence(f, text) if capitalise else text + "."
+
+
+def clause(f: Formula | str) -> str:
+    """A part of a formula in English, read at "the current step", with no full stop:
+    ``amount > 10000`` reads "amount is greater than 10000"."""
+    return _english(_as_formula(f), None).text
+
+
+def _sentence(f: Formula, text: str) -> str:
     # Capitalise the sentence, unless it starts with a name (an atom or a data path).
     names = {quote_atom(g.name) for g in f.subformulas() if g.op == "atom"}
     names |= {g.payload.left[1] for g in f.subformulas()

@@ -1,0 +1,236 @@
+"""Verdicts in words a compliance officer reads without knowing temporal logic.
+
+Pure (no Django): the session page, the Live page and the API call these with what they store.
+
+* ``residual_reading``: a residual formula as a sentence - ``false`` "can no longer be met (since
+  step 4)", ``true`` "met, nothing more is required", otherwise "still owed: " and the residual's
+  English (``studio.logic.review.explain_rest``, the one renderer of formulas).
+* ``explain_violation``: one violation as a sentence built from its witness and the rule:
+  "Step 3: the agent called send_money; no call to get_balance happened before it."
+
+Witness entries are ``{"step", "labels", "residual"}`` (stored step numbers; the labels that held
+at that step, atoms by name and data atoms by their text; the residual after the step).  They are
+recorded only where the residual changed, so a step may have none: the sentence then says only
+what the rule and the steps it has tell.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+from studio.logic import review
+from studio.logic.formula import FALSE, TRUE, Formula
+from studio.logic.parser import FormulaSyntaxError, parse
+
+from .verdicts import PER_INSTANCE
+
+MET = "met, nothing more is required"
+NO_LONGER = "can no longer be met"
+
+
+def residual_reading(residual: str | Formula, since: int | None = None) -> str:
+    """What a residual means for the rest of the session, in one phrase."""
+    try:
+        f = residual if isinstance(residual, Formula) else parse(residual)
+    except FormulaSyntaxError:
+        return "still owed: " + str(residual)
+    if f is FALSE:
+        return NO_LONGER + (f" (since step {since})" if since is not None else "")
+    if f is TRUE:
+        return MET
+    return "still owed: " + review.explain_rest(f, capitalise=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# What happened at a step, in words
+
+def _tool_of(f: Formula) -> str | None:
+    """The tool a node says the agent called: ``tool_call:X`` or ``output.tool == "X"``."""
+    if f.op == "atom" and f.name.startswith("tool_call:"):
+        return f.name.removeprefix("tool_call:")
+    if f.op == "cmp":
+        c = f.payload
+        if (c.op == "==" and c.left == ("path", "output.tool") and c.right[0] == "const"
+                and isinstance(c.right[1], str)):
+            return c.right[1]
+    return None
+
+
+def happened(f: Formula) -> str:
+    """An atom or data atom that held at a step, as a clause: "the agent called send_money"."""
+    tool = _tool_of(f)
+    if tool is not None:
+        return f"the agent called {tool}"
+    if f.op == "atom":
+        name = f.name
+        for prefix, words in (("stop_reason:", "the agent stopped with reason"),
+                              ("role:", "the step came from the")):
+            if name.startswith(prefix):
+                return f"{words} {name.removeprefix(prefix)}"
+        return f"{name} happened"
+    return review.clause(f)
+
+
+def noun(f: Formula) -> str:
+    """The same thing as a noun, for "no ... happened": "a call to get_balance"."""
+    tool = _tool_of(f)
+    if tool is not None:
+        return f"a call to {tool}"
+    if f.op == "atom":
+        name = f.name
+        if name.startswith("stop_reason:"):
+            return f"a stop with reason {name.removeprefix('stop_reason:')}"
+        if name.startswith("role:"):
+            return f"a step from the {name.removeprefix('role:')}"
+        return name
+    return f"a step where {review.clause(f)}"
+
+
+def _none_of(nouns: Sequence[str]) -> str:
+    calls = "a call to "
+    if len(nouns) > 1 and all(n.startswith(calls) for n in nouns):
+        tools = [n.removeprefix(calls) for n in nouns]
+        return f"no call to {', '.join(tools[:-1])} or {tools[-1]}"
+    if len(nouns) == 1:
+        first = nouns[0]
+        return "no " + first.removeprefix("a ") if first.startswith("a ") else f"no {first}"
+    return f"none of {', '.join(nouns[:-1])} or {nouns[-1]}"
+
+
+def _leaves(f: Formula) -> list[Formula]:
+    """The atoms and data atoms ``f`` reads, in the order they are written."""
+    out: list[Formula] = []
+    for g in f.subformulas():
+        if g.op in ("atom", "cmp") and g not in out:
+            out.append(g)
+    return out
+
+
+def _disjuncts(f: Formula) -> list[Formula] | None:
+    """``a | b | c`` of leaves as [a, b, c]; a single leaf as [it]; otherwise None."""
+    parts = list(f.args) if f.op == "or" else [f]
+    return parts if all(p.op in ("atom", "cmp") for p in parts) else None
+
+
+class _Steps:
+    """The witness: which of the rule's leaves held at each step it recorded."""
+
+    def __init__(self, witness: Iterable[Mapping], leaves: list[Formula]):
+        self.labels: dict[int, set[str]] = {}
+        self.residuals: list[tuple[int, str]] = []
+        for entry in witness:
+            step = entry.get("step")
+            if not isinstance(step, int):
+                continue
+            self.labels[step] = {str(x) for x in entry.get("labels") or ()}
+            self.residuals.append((step, str(entry.get("residual", ""))))
+        self.leaves = leaves
+
+    def held(self, step: int, among: list[Formula] | None = None) -> list[Formula] | None:
+        """The leaves (of ``among``, else of the rule) that held at ``step``; None: unknown."""
+        labels = self.labels.get(step)
+        if labels is None:
+            return None
+        return [g for g in (among if among is not None else self.leaves)
+                if (g.name if g.op == "atom" else g.text) in labels]
+
+    def said(self, step: int, among: list[Formula] | None = None) -> str | None:
+        held = self.held(step, among)
+        if not held:
+            return None
+        return " and ".join(happened(g) for g in held)
+
+    def residual_before(self, step: int) -> tuple[int, str] | None:
+        found = [(s, r) for s, r in self.residuals if s < step]
+        return found[-1] if found else None
+
+    def last_residual(self) -> tuple[int, str] | None:
+        return self.residuals[-1] if self.residuals else None
+
+
+def _obligation(rule: Formula, counting: str | None) -> Formula:
+    """What one violation failed: for ``G phi`` counted per instance, ``phi`` (each step's own
+    obligation); otherwise the whole rule, monitored afresh from the violation's trigger."""
+    if rule.op == "G" and counting in (None, "", PER_INSTANCE):
+        return rule.args[0]
+    return rule
+
+
+def explain_violation(formula: str | Formula, trigger: int, detected: int, at_end: bool,
+                      witness: Iterable[Mapping] = (), counting: str | None = None) -> str:
+    """One violation as a sentence a compliance officer can act on."""
+    try:
+        rule = formula if isinstance(formula, Formula) else parse(formula)
+    except FormulaSyntaxError:
+        return (f"Step {detected}: the rule was violated (its formula can no longer be read, "
+                "so there is no explanation).")
+    ob = _obligation(rule, counting)
+    steps = _Steps(witness, _leaves(rule))
+
+    # Precedence, "no p until q": the step where p happened before any q.
+    if ob.op in ("W", "U") and ob.args[0].op == "not" and not at_end:
+        wanted = _disjuncts(ob.args[1])
+        forbidden = ob.args[0].args[0]
+        if wanted is not None:
+            what = steps.said(detected, _leaves(forbidden)) or (
+                f"{review.clause(forbidden)}")
+            since = f" (checked afresh from step {trigger})" if trigger and trigger < detected \
+                else ""
+            return (f"Step {detected}: {what}; {_none_of([noun(g) for g in wanted])} "
+                    f"happened before it{since}.")
+    if ob.op == "U" and at_end:
+        wanted = _disjuncts(ob.args[1])
+        if wanted is not None:
+            return (f"The session ended at step {detected} and "
+                    f"{_none_of([noun(g) for g in wanted])} had happened"
+                    f"{f' since step {trigger}' if trigger else ''}, which the rule requires.")
+    # Absence, "never p" (each step's obligation is "not p").
+    if ob is not rule and ob.op == "not" and not at_end:
+        what = steps.said(detected, _leaves(ob)) or review.clause(ob.args[0])
+        return f"Step {detected}: {what}, which the rule never allows."
+    # Otherwise: the step that opened the obligation, what was owed, the step that broke it.
+    sentences: list[str] = []
+    opened_by = None
+    if ob is not rule and ob.op == "implies":
+        condition, consequence = ob.args
+        cause = steps.said(trigger, _leaves(condition)) or review.clause(condition)
+        if trigger == detected and not at_end:
+            wanted = _disjuncts(consequence.args[0]) if consequence.op in ("O", "Y") else None
+            if wanted is not None:
+                when = "at or before it" if consequence.op == "O" else "at the step before it"
+                return (f"Step {detected}: {cause}; {_none_of([noun(g) for g in wanted])} "
+                        f"happened {when}.")
+            return (f"Step {detected}: {cause}, so the rule required that "
+                    f"{review.clause(consequence)}; it did not.")
+        sentences.append(f"Step {trigger}: {cause}")
+        opened_by = trigger
+    elif 0 < trigger < detected:
+        sentences.append(f"The rule was checked afresh from step {trigger}")
+
+    owed = steps.last_residual() if at_end else steps.residual_before(detected)
+    if owed is not None and owed[1] in ("true", "false"):
+        owed = None
+    if owed is not None:
+        reading = review.explain_rest(owed[1], capitalise=False).rstrip(".")
+        if opened_by == owed[0]:
+            sentences[-1] += f", so the rule then required: {reading}"
+        else:
+            sentences.append(f"After step {owed[0]} the rule still required: {reading}")
+    if at_end:
+        if owed is None:
+            sentences.append(f"From step {trigger} on, the rule required: "
+                             f"{review.explain(ob).rstrip('.')}")
+        sentences.append(f"The session ended at step {detected} without that")
+    else:
+        owed_leaves = _leaves(parse(owed[1])) if owed is not None else _leaves(ob)
+        held = steps.held(detected, owed_leaves)
+        if held is None:  # the witness did not record the step
+            sentences.append(f"Step {detected}: the rule could no longer be met there")
+        else:
+            missing = [g for g in owed_leaves if g not in held]
+            what = [happened(g) for g in held]
+            if missing:
+                what.append(f"{_none_of([noun(g) for g in missing])} happened")
+            sentences.append(f"Step {detected}: {' and '.join(what)}, so that can no longer "
+                             "be met")
+    return ". ".join(sentences) + "."
