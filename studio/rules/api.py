@@ -18,6 +18,7 @@ from studio.api.core import Id, Text, actor_of, workspace_for
 from studio.labeling import BUILTIN_PREFIXES
 from studio.logic.parser import FormulaSyntaxError, parse, to_text
 from studio.monitor import RuleError, compile_rule
+from studio.monitor.verdicts import COUNTING_LABELS, COUNTING_MODES, COUNTING_SENTENCES
 from studio.workspaces.models import Role
 
 from . import services
@@ -27,6 +28,8 @@ from .monitoring import labeling_for
 router = Router(tags=["rules"])
 
 LONG_TEXT = 20_000  # descriptions, English renderings, review comments
+COUNTING_HELP = ("how violations are counted: " + ", ".join(COUNTING_MODES)
+                 + " (per_instance only for rules of the form G phi)")
 FORMULA_TEXT = 20_000  # the parser's own limit; longer formulas get its clear error
 
 
@@ -39,6 +42,9 @@ class VersionOut(Schema):
     number: int
     formula: str
     english: str
+    counting: str = Field(description=COUNTING_HELP)
+    counting_label: str
+    counting_sentence: str = Field(description="the counting in one English sentence")
     status: Literal["draft", "in_review", "approved", "rejected"]
     author: str | None
     created_at: datetime
@@ -75,6 +81,8 @@ class RuleIn(Schema):
     description: Text = Field("", max_length=LONG_TEXT)
     formula: Text = Field(description="the first version's formula (a draft)")
     english: Text = Field("", max_length=LONG_TEXT)
+    counting: Text | None = Field(None, max_length=40, description=COUNTING_HELP
+                                  + "; the default for the formula's form when empty")
 
 
 class RulePatch(Schema):
@@ -85,11 +93,15 @@ class RulePatch(Schema):
 class VersionIn(Schema):
     formula: Text | None = Field(None, description="defaults to the latest version's formula")
     english: Text | None = Field(None, max_length=LONG_TEXT)
+    counting: Text | None = Field(None, max_length=40, description=COUNTING_HELP
+                                  + "; the latest version's when empty (the formula's default "
+                                    "if it does not fit or was the default)")
 
 
 class VersionPatch(Schema):
     formula: Text | None = None
     english: Text | None = Field(None, max_length=LONG_TEXT)
+    counting: Text | None = Field(None, max_length=40, description=COUNTING_HELP)
 
 
 class ReviewIn(Schema):
@@ -193,7 +205,10 @@ def _who(user, token) -> str | None:
 
 def _version_out(v: RuleVersion) -> dict:
     return {"id": v.id, "rule_id": v.rule_id, "number": v.number, "formula": v.formula,
-            "english": v.english, "status": v.status, "author": _who(v.author, v.author_token),
+            "english": v.english, "counting": v.counting,
+            "counting_label": COUNTING_LABELS.get(v.counting, v.counting),
+            "counting_sentence": COUNTING_SENTENCES.get(v.counting, ""),
+            "status": v.status, "author": _who(v.author, v.author_token),
             "created_at": v.created_at, "submitted_at": v.submitted_at,
             "reviewer": _who(v.reviewer, v.reviewer_token), "reviewed_at": v.reviewed_at,
             "review_comment": v.review_comment}
@@ -283,7 +298,7 @@ def list_rules(request, slug: str):
 def create_rule(request, slug: str, body: RuleIn):
     workspace = workspace_for(request, slug, Role.AUTHOR)
     rule = services.create_rule(workspace, actor_of(request), body.name, body.formula,
-                                body.description, body.english)
+                                body.description, body.english, body.counting or None)
     return Status(201, _rule_out(_rule(workspace, rule.id), detail=True))
 
 
@@ -313,7 +328,7 @@ def list_versions(request, slug: str, rule_id: Id):
 def create_version(request, slug: str, rule_id: Id, body: VersionIn):
     workspace = workspace_for(request, slug, Role.AUTHOR)
     version = services.new_version(_rule(workspace, rule_id), actor_of(request), body.formula,
-                                   body.english)
+                                   body.english, body.counting or None)
     return Status(201, _version_out(_version(workspace, rule_id, version.number)))
 
 
@@ -328,7 +343,7 @@ def get_version(request, slug: str, rule_id: Id, number: Id):
 def update_version(request, slug: str, rule_id: Id, number: Id, body: VersionPatch):
     workspace = workspace_for(request, slug, Role.AUTHOR)
     services.update_draft(_version(workspace, rule_id, number), actor_of(request), body.formula,
-                          body.english)
+                          body.english, body.counting or None)
     return _version_out(_version(workspace, rule_id, number))
 
 

@@ -82,14 +82,36 @@ def _trace(found: review.SearchResult) -> dict:
     return {"steps": steps, "exact": found.exhaustive, "message": found.message}
 
 
-def review_aids(text: str, compare_to: str | None = None) -> dict:
+def counting_aids(formula: Formula, counting: str | None) -> dict:
+    """How the version counts violations: ``mode``, ``label`` and the English ``sentence``
+    (``counting`` None: the default for the formula's form)."""
+    from studio.logic.progression import nnf
+    from studio.monitor.verdicts import (COUNTING_LABELS, COUNTING_SENTENCES, CountingError,
+                                         check_counting)
+
+    try:
+        mode = check_counting(counting, nnf(formula).op == "G")
+    except CountingError as exc:
+        raise ServiceError(str(exc), field="counting", status=422) from None
+    return {"mode": mode, "label": COUNTING_LABELS[mode], "sentence": COUNTING_SENTENCES[mode]}
+
+
+def review_aids(text: str, compare_to: str | None = None, counting: str | None = None,
+                compare_counting: str | None = None) -> dict:
     """What a reviewer reads beside a formula: ``english`` (precise English generated from it),
+    ``counting`` (how violations are counted, in one sentence; ``counting`` None: the formula's
+    default), ``counting_before`` when ``compare_counting`` differs from it,
     ``satisfying`` and ``violating`` (a shortest trace of each, or none, saying whether the
     search was exhaustive), ``warnings`` (unsatisfiable, valid, vacuous) and, with
     ``compare_to``, ``equivalence`` (equivalent, or a shortest trace on which the two differ).
     ``limit`` says why the searches were not run when the formula reads too many atoms."""
     formula = _parsed(text, "formula")
-    aids: dict = {"formula": formula.text, "english": review.explain(formula)}
+    aids: dict = {"formula": formula.text, "english": review.explain(formula),
+                  "counting": counting_aids(formula, counting)}
+    if compare_counting and compare_counting != aids["counting"]["mode"]:
+        from studio.monitor.verdicts import COUNTING_LABELS
+
+        aids["counting_before"] = COUNTING_LABELS.get(compare_counting, compare_counting)
     try:
         aids["satisfying"] = _trace(review.find_trace(formula, True, REVIEW_LENGTH))
         aids["violating"] = _trace(review.find_trace(formula, False, REVIEW_LENGTH))

@@ -50,6 +50,7 @@ class FormaliseOut(Schema):
 class ReviewIn(Schema):
     formula: Text
     compare_to: Text | None = None
+    counting: Text | None = None
 
 
 @router.post("w/{slug}/formalise", response=FormaliseOut,
@@ -65,7 +66,7 @@ def formalise(request, slug: str, body: FormaliseIn):
              summary="Review aids of a formula: English, example traces, warnings, equivalence")
 def review_formula(request, slug: str, body: ReviewIn):
     workspace_for(request, slug)
-    return authoring.review_aids(body.formula, body.compare_to)
+    return authoring.review_aids(body.formula, body.compare_to, body.counting or None)
 
 
 @router.get("w/{slug}/rules/{rule_id}/versions/{number}/review", response=dict[str, Any],
@@ -75,4 +76,6 @@ def review_version(request, slug: str, rule_id: int, number: int):
     rule = get_object_or_404(Rule, workspace=workspace, pk=rule_id)
     version = get_object_or_404(rule.versions, number=number)
     previous = rule.versions.filter(number__lt=number).order_by("-number").first()
-    return authoring.review_aids(version.formula, previous.formula if previous else None)
+    return authoring.review_aids(version.formula, previous.formula if previous else None,
+                                 version.counting or None,
+                                 previous.counting if previous else None)

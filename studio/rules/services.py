@@ -22,7 +22,9 @@ from studio.api.core import Conflict, PermissionDenied, ServiceError, check_json
 from studio.labeling import LabelerConfigError, make_labeler
 from studio.logic.formula import Formula
 from studio.logic.parser import FormulaSyntaxError, parse
+from studio.logic.progression import nnf
 from studio.monitor import RuleError, compile_rule
+from studio.monitor.verdicts import CountingError, check_counting, default_counting
 from studio.workspaces.models import Membership, Role, Workspace
 from studio.workspaces.services import record
 
@@ -94,6 +96,39 @@ def compile_formula(text: str, name: str = "formula") -> Formula:
 
 
 # ---------------------------------------------------------------------------------------------
+# How violations are counted (studio.monitor.verdicts)
+
+def _is_globally(formula: Formula) -> bool:
+    return nnf(formula).op == "G"
+
+
+def resolve_counting(formula: Formula, counting: str | None) -> str:
+    """The counting a version of ``formula`` stores: ``counting``, or the default for the
+    formula's form when None; a 422 naming the field ``counting`` when it does not fit."""
+    try:
+        return check_counting(counting, _is_globally(formula))
+    except CountingError as exc:
+        raise ServiceError(str(exc), field="counting", status=422) from None
+
+
+def _carried_counting(old_formula: str, old_counting: str, new_formula: Formula) -> str:
+    """The counting a new formula inherits when none is given: the new form's default when the
+    old counting was the old form's default (nobody chose it), else the old counting when it
+    still fits (``per_instance`` needs ``G phi``), else the new form's default."""
+    globally = _is_globally(new_formula)
+    try:
+        was_default = old_counting == default_counting(_is_globally(parse(old_formula)))
+    except FormulaSyntaxError:
+        was_default = True
+    if not old_counting or was_default:
+        return default_counting(globally)
+    try:
+        return check_counting(old_counting, globally)
+    except CountingError:
+        return default_counting(globally)
+
+
+# ---------------------------------------------------------------------------------------------
 # Rules and versions
 
 def _clean_name(name: str, what: str, limit: int = NAME_MAX) -> str:
@@ -118,10 +153,10 @@ def _version_label(version: RuleVersion) -> str:
 
 @transaction.atomic
 def create_rule(workspace: Workspace, actor, name: str, formula: str, description: str = "",
-                english: str = "") -> Rule:
-    """A new rule with its first version, a draft."""
+                english: str = "", counting: str | None = None) -> Rule:
+    """A new rule with its first version, a draft; ``counting`` None: the formula's default."""
     name = _clean_name(name, "rule")
-    compile_formula(formula, name)
+    counting = resolve_counting(compile_formula(formula, name), counting)
     if Rule.objects.filter(workspace=workspace, name=name).exists():
         raise Conflict(f"workspace {workspace.slug!r} already has a rule named {name!r}",
                        field="name")
@@ -133,10 +168,11 @@ def create_rule(workspace: Workspace, actor, name: str, formula: str, descriptio
         raise Conflict(f"workspace {workspace.slug!r} already has a rule named {name!r}",
                        field="name") from None
     version = RuleVersion.objects.create(rule=rule, number=1, formula=formula, english=english,
-                                         author=_user_of(actor), author_token=_token_of(actor))
+                                         counting=counting, author=_user_of(actor),
+                                         author_token=_token_of(actor))
     record(workspace, actor, "rule.created", rule, name=name)
     record(workspace, actor, "rule_version.created", version, rule=name, number=1,
-           formula=formula)
+           formula=formula, counting=counting)
     return rule
 
 
@@ -163,8 +199,10 @@ def update_rule(rule: Rule, actor, name: str | None = None,
 
 @transaction.atomic
 def new_version(rule: Rule, actor, formula: str | None = None,
-                english: str | None = None) -> RuleVersion:
-    """The next version of ``rule``, a draft; without a formula it copies the latest version's."""
+                english: str | None = None, counting: str | None = None) -> RuleVersion:
+    """The next version of ``rule``, a draft; without a formula it copies the latest version's.
+    Without a counting it carries the latest version's (``_carried_counting``): changing only
+    the counting of an approved version is a new version with the same formula."""
     rule = Rule.objects.select_for_update().get(pk=rule.pk)  # serialises version numbering
     latest = rule.versions.order_by("-number").first()
     if latest is not None and latest.status == VersionStatus.DRAFT:
@@ -176,33 +214,48 @@ def new_version(rule: Rule, actor, formula: str | None = None,
         formula = latest.formula
         if english is None:
             english = latest.english
-    compile_formula(formula, rule.name)
+    compiled = compile_formula(formula, rule.name)
+    if counting is None and latest is not None:
+        counting = _carried_counting(latest.formula, latest.counting, compiled)
+    counting = resolve_counting(compiled, counting)
     number = (rule.versions.aggregate(n=Max("number"))["n"] or 0) + 1
     version = RuleVersion.objects.create(rule=rule, number=number, formula=formula,
-                                         english=english or "", author=_user_of(actor),
-                                         author_token=_token_of(actor))
+                                         english=english or "", counting=counting,
+                                         author=_user_of(actor), author_token=_token_of(actor))
     record(rule.workspace, actor, "rule_version.created", version, rule=rule.name,
-           number=number, formula=formula)
+           number=number, formula=formula, counting=counting)
     return version
 
 
 @transaction.atomic
 def update_draft(version: RuleVersion, actor, formula: str | None = None,
-                 english: str | None = None) -> RuleVersion:
+                 english: str | None = None, counting: str | None = None) -> RuleVersion:
+    """Edit a draft in place.  ``counting`` None keeps the draft's, unless the new formula
+    changes its form: a default follows the form, and ``per_instance`` on a formula no longer
+    of the form ``G phi`` falls back to the default (the change is in the answer and the log)."""
     version = _locked_version(version)
     if version.status != VersionStatus.DRAFT:
         raise Conflict(f"{_version_label(version)} is {version.get_status_display().lower()}; "
                        "only drafts are edited (start a new version instead)", field="status")
     changes: dict[str, Any] = {}
     if formula is not None and formula != version.formula:
-        compile_formula(formula, version.rule.name)
+        compiled = compile_formula(formula, version.rule.name)
+        new_counting = (resolve_counting(compiled, counting) if counting is not None else
+                        _carried_counting(version.formula, version.counting, compiled))
         changes["formula"] = [version.formula, formula]
         version.formula = formula
+    elif counting is not None:
+        new_counting = resolve_counting(parse(version.formula), counting)
+    else:
+        new_counting = version.counting
+    if new_counting != version.counting:
+        changes["counting"] = [version.counting, new_counting]
+        version.counting = new_counting
     if english is not None and english != version.english:
         changes["english"] = True
         version.english = english
     if changes:
-        version.save(update_fields=["formula", "english"])
+        version.save(update_fields=["formula", "english", "counting"])
         record(version.rule.workspace, actor, "rule_version.updated", version,
                rule=version.rule.name, number=version.number, **changes)
     return version

@@ -15,7 +15,10 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from studio.api.core import ServiceError
 from studio.logic.parser import FormulaSyntaxError, parse
+from studio.logic.progression import nnf
 from studio.monitor import RuleError, compile_rule
+from studio.monitor.verdicts import (COUNTING_LABELS, COUNTING_MODES, COUNTING_SENTENCES,
+                                     PER_INSTANCE, default_counting)
 from studio.web.access import actor, workspace_page
 from studio.workspaces.models import Role
 
@@ -50,6 +53,23 @@ def describe_formula(workspace, text: str) -> dict:
             atoms.append({"atom": leaf.text, "kind": "data", "produced": True})
     return {"pretty": formula.text, "atoms": atoms,
             "unlabelled": [a["atom"] for a in atoms if not a["produced"]]}
+
+
+def counting_choices(formula_text: str, chosen: str) -> tuple[dict, list[dict]]:
+    """The version's counting (``mode``, ``label``, ``sentence``) and the editor's choices, each
+    saying whether it fits the formula (``per_instance`` needs ``G phi``) and which is the
+    default for its form."""
+    try:
+        globally = nnf(parse(formula_text)).op == "G"
+    except FormulaSyntaxError:
+        globally = False
+    default = default_counting(globally)
+    mode = chosen if chosen in COUNTING_MODES else default
+    choices = [{"mode": m, "label": COUNTING_LABELS[m], "sentence": COUNTING_SENTENCES[m],
+                "fits": globally or m != PER_INSTANCE, "default": m == default}
+               for m in COUNTING_MODES]
+    return ({"mode": mode, "label": COUNTING_LABELS[mode],
+             "sentence": COUNTING_SENTENCES[mode]}, choices)
 
 
 _TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[A-Za-z_][\w:.\-]*|\d+|<->|->|\S')
@@ -146,7 +166,9 @@ def review_aids(request: HttpRequest, slug: str, rule_id: int):
                "previous": previous}
     try:
         context["aids"] = authoring.review_aids(selected.formula,
-                                                previous.formula if previous else None)
+                                                previous.formula if previous else None,
+                                                selected.counting or None,
+                                                previous.counting if previous else None)
     except ServiceError as exc:
         context["error"] = exc.message
     template = ("rules/_aids.html" if request.headers.get("HX-Request")
@@ -180,7 +202,10 @@ def rule_detail(request: HttpRequest, slug: str, rule_id: int):
         if outcome is not None:
             return outcome
     me = request.user
+    counting, choices = counting_choices(selected.formula,
+                                         request.POST.get("counting") or selected.counting)
     return render(request, "rules/detail.html", {
+        "counting": counting, "counting_choices": choices,
         "workspace": workspace, "roles": roles, "rule": rule, "versions": versions,
         "selected": selected, "previous": previous, "errors": errors,
         "diff": formula_diff(previous.formula, selected.formula) if previous else None,
@@ -205,15 +230,18 @@ def _act(request, workspace, rule, version: RuleVersion, errors: dict):
     who = actor(request)
     try:
         if action == "save":
-            services.update_draft(version, who, formula=request.POST.get("formula", ""))
+            services.update_draft(version, who, formula=request.POST.get("formula", ""),
+                                  counting=request.POST.get("counting") or None)
             messages.success(request, f"Draft version {version.number} saved.")
         elif action == "submit":
             services.update_draft(version, who, formula=request.POST.get("formula",
-                                                                          version.formula))
+                                                                          version.formula),
+                                  counting=request.POST.get("counting") or None)
             services.submit_for_review(version, who)
             messages.success(request, f"Version {version.number} submitted for review.")
         elif action == "new_version":
-            created = services.new_version(rule, who)
+            created = services.new_version(rule, who,
+                                           counting=request.POST.get("counting") or None)
             messages.success(request, f"Draft version {created.number} started.")
             return redirect(f"{request.path}?v={created.number}")
         elif action == "approve":
