@@ -219,6 +219,15 @@ def lex(text: str) -> list[Token]:
             # "Once the session is closed, ...": from then on.
             emitted.append(Token("AFTER", raw.text, raw.start))
             i += 1
+        elif (raw.kind == "word" and raw.key == "once" and i + 1 < len(raws)
+              and raws[i + 1].kind in ("word", "quoted")
+              and raws[i + 1].key not in ("a", "per", "every", "each", "more", "again")):
+            # "... can only be executed once the invoice is approved": after it
+            if tokens and tokens[-1].kind == "ONLY":
+                tokens[-1].kind = "ONLY_AFTER"
+            else:
+                emitted.append(Token("AFTER", raw.text, raw.start))
+            i += 1
         elif at_sentence_start and raw.kind == "word" and raw.key == "while":
             # "While the account is locked, ...": at every step where it is.
             emitted.append(Token("WHILE", raw.text, raw.start))
@@ -1344,6 +1353,13 @@ class _Reader:
                                                    if m.name in NEGATIONS])
         condition = self.state(head)
         required = self.chain_tail(node.parts[1:], node.links, first_link=True)
+        if not head.mods and node.links[0] == "then":
+            # "open a ticket and then notify the customer": each time, or the two steps once
+            how = self.choose("chain", [
+                ("every", "every time the first happens, the next must follow"),
+                ("once", "the steps must happen, in this order, at least once")])
+            if how == "once":
+                return _Rule(F(And(condition, required)))
         f = G(Implies(condition, required))
         if required.op == "F":
             return _Rule(f, "response", p=condition, s=required.args[0])
@@ -1715,7 +1731,16 @@ class OfflineFormaliser:
         try:
             tree = _parser().parse(canonical)
         except UnexpectedInput as exc:
-            return self._syntax_failure(tokens, canonical, at, exc)
+            imperative = _as_imperative(tokens)
+            if imperative is None:
+                return self._syntax_failure(tokens, canonical, at, exc)
+            # "Take the key and unlock the door.": an instruction is an obligation
+            try:
+                canonical_imperative, at_imperative = _canonical(imperative)
+                tree = _parser().parse(canonical_imperative)
+            except UnexpectedInput:
+                return self._syntax_failure(tokens, canonical, at, exc)
+            tokens, canonical, at = imperative, canonical_imperative, at_imperative
         try:
             nodes = _Tree(at, tokens).transform(tree)
             reader = _Reader()
@@ -1758,6 +1783,37 @@ class OfflineFormaliser:
             return self._fail("the rule ends too early: after " + _quote_words(last) +
                               " the grammar expects more", last)
         return self._fail("could not place " + _quote_words([stop]) + " here", [stop])
+
+
+def _as_imperative(tokens: list[Token]) -> list[Token] | None:
+    """The tokens with "must" before every sentence that is a list of bare verb phrases and
+    no other keyword (an instruction: "Take the key and unlock the door."), or None."""
+    out: list[Token] = []
+    changed = False
+    sentence: list[Token] = []
+
+    def close():
+        nonlocal changed
+        visible = [t for t in sentence if t.kind not in ("DROP", "SEP")]
+        plain = all(t.kind in ("WORD", "NUM", "QUOTED", "COMMA", "AND", "AND_THEN", "THEN")
+                    for t in visible)
+        # two actions or more ("take the key and unlock the door"): a lone phrase stays
+        # unread rather than become an obligation nobody wrote
+        joined = any(t.kind in ("AND", "AND_THEN", "THEN") for t in visible)
+        if (visible and visible[0].kind == "WORD" and plain and joined
+                and not visible[0].after_determiner):
+            k = sentence.index(visible[0])
+            sentence.insert(k, Token("MODAL", "", visible[0].start))
+            changed = True
+        out.extend(sentence)
+        sentence.clear()
+
+    for t in tokens:
+        sentence.append(t)
+        if t.kind == "SEP":
+            close()
+    close()
+    return out if changed else None
 
 
 def _quote_words(tokens) -> str:

@@ -42,7 +42,8 @@ _SYNONYMS = {
     "confirm": "verify", "validate": "verify", "authenticate": "verify",
     "id": "identity", "administrator": "admin", "adm": "admin",
     "reply": "respond", "answer": "respond", "response": "respond",
-    "purchase": "buy", "order": "buy",
+    "purchase": "buy",
+    "pick": "take", "grab": "take", "collect": "take", "acquire": "take",
     "modify": "update", "change": "update", "edit": "update",
     "create": "open", "file": "file", "submit": "submit",
     "shut": "close", "end": "close",
@@ -92,7 +93,8 @@ def words_of(name: str) -> list[str]:
         if stem in _STEMMED_ACTORS or stem in ("the", "a", "an", "to", "for", "of", "on", "in",
                                                "one", "singl", "any", "with", "from", "by",
                                                "is", "are", "be", "ha", "have", "been",
-                                               "dollar", "euro", "usd", "eur", "pound"):
+                                               "dollar", "euro", "usd", "eur", "pound",
+                                               "up", "out", "off", "at", "into", "about"):
             continue
         out.append(stem)
     return out
@@ -138,6 +140,50 @@ def ground_atom(name: str, vocabulary_atoms) -> str | None:
         if score is not None and (best_score is None or score > best_score):
             best, best_score = candidate, score
     return best
+
+
+# Words a phrase may carry beyond its vocabulary entry without changing what it names.
+_IGNORABLE = frozenset(_stem(w) for w in (
+    "user", "customer", "client", "caller", "human", "person", "someone", "again", "first",
+    "now", "immediately", "new", "current", "request", "any", "all", "every", "each", "some",
+    "their", "his", "her", "own", "please", "also", "still", "just", "only", "explicitly"))
+
+
+def ground_phrase(name: str, atoms, paths) -> tuple[Formula | None, str | None]:
+    """A phrase grounded as a formula: the best vocabulary atom, and what the rest of the
+    phrase says when it says more ("wire funds to an unverified account" -> the transfer and
+    ``!account_verified``; "send an email to an external address" -> the email and
+    ``output.args.external == true``).  Also the words left over that nothing grounds, which
+    then name an invented atom beside it.  (None, None) when nothing fits."""
+    main = ground_atom(name, atoms)
+    if main is None:
+        return None, None
+    covered = set(words_of(main))
+    rest = [w for w in words_of(name) if w not in covered and w not in _IGNORABLE]
+    if not rest:
+        return fm.Atom(main), None
+    extra = _ground_rest(rest, atoms - {main}, paths)
+    if extra is not None:
+        return fm.And(fm.Atom(main), extra), None
+    # Words nothing in the logs matches: the event is still the entry's (the mapping shows the
+    # whole phrase beside it, so the author sees what was left out).
+    return fm.Atom(main), None
+
+
+def _ground_rest(rest: list[str], atoms, paths) -> Formula | None:
+    negated = [w[2:] if w.startswith("un") and len(w) > 5 else w for w in rest]
+    flipped = negated != rest
+    for candidate in sorted(atoms):
+        entry = set(words_of(candidate))
+        if entry and entry <= set(negated):
+            return fm.Not(fm.Atom(candidate)) if flipped else fm.Atom(candidate)
+    for candidate in sorted(paths):
+        if "boolean" not in _path_type(paths[candidate]):
+            continue
+        field = set(words_of(candidate.rsplit(".", 1)[-1]))
+        if field and field <= set(negated):
+            return fm.Compare(("path", candidate), "==", ("const", not flipped))
+    return None
 
 
 def _path_type(types) -> set:
@@ -205,14 +251,24 @@ def ground(f: Formula, invented: list[str], vocabulary) -> tuple[Formula, list[G
     renamed: dict[str, str] = {}
     changed: dict[str, Formula] = {}
     for name in invented:
-        target = ground_atom(name, atoms) if atoms else None
-        change = ground_change(name, paths) if (target is None and paths) else None
-        if change is not None:
-            changed[name] = change
-            mapping.append(Grounding(name.replace("_", " "), change.text, True))
+        phrase = name.replace("_", " ")
+        if name in atoms:
+            mapping.append(Grounding(phrase, name, True))
             continue
-        renamed[name] = target or name
-        mapping.append(Grounding(name.replace("_", " "), target or name, target is not None))
+        grounded, leftover = ground_phrase(name, atoms, paths) if atoms else (None, None)
+        if grounded is None and paths:
+            grounded = ground_change(name, paths)
+        if grounded is None:
+            mapping.append(Grounding(phrase, name, False))
+            continue
+        if leftover is not None:
+            # the rest of the phrase names something the logs do not show: invented, said so
+            mapping.append(Grounding(phrase, grounded.text, True))
+            mapping.append(Grounding(leftover.replace("_", " "), leftover, False))
+            grounded = fm.And(grounded, fm.Atom(leftover))
+        else:
+            mapping.append(Grounding(phrase, grounded.text, True))
+        changed[name] = grounded
     path_renamed: dict[str, str] = {}
 
     def visit(g: Formula) -> Formula:

@@ -183,6 +183,9 @@ _add("REQUIRES", "require", "requires", "required", "need", "needs", "must have"
      "is conditional on", "are conditional on", "depends on", "depend on", "must be preceded by")
 _PHRASES["must be preceded by"] = "PRECEDED_BY"
 _add("DURING", "during")
+_add("NEVER", "nobody may", "no one may", "nobody is allowed to", "no one is allowed to",
+     "nobody should", "no one should", "nobody can", "no one can", "nobody must",
+     "no one must", "nobody shall", "no one shall")
 _add("AT_END", "at the end", "in the final step", "in the last step", "at the last step",
      "at the final step", "in the final state", "in the last state", "at the very end")
 _add("EVENTUALLY", "by the end", "before the end")
