@@ -174,8 +174,7 @@ def explain_violation(formula: str | Formula, trigger: int, detected: int, at_en
         if wanted is not None:
             what = steps.said(detected, _leaves(forbidden)) or (
                 f"{review.clause(forbidden)}")
-            since = f" (checked afresh from step {trigger})" if trigger and trigger < detected \
-                else ""
+            since = f" (the rule was checked afresh from step {trigger})" if trigger else ""
             return (f"Step {detected}: {what}; {_none_of([noun(g) for g in wanted])} "
                     f"happened before it{since}.")
     if ob.op == "U" and at_end:

@@ -32,10 +32,14 @@ from studio.audits.corrections import correct_label
 from studio.audits.models import (AuditRun, LabelCorrection, LabelProvenance, RunStatus,
                                   SessionResult, ViolationRecord)
 from studio.audits.services import prefetch_answers
+from studio.audits.verdicts import session_verdict_q
 from studio.labeling import LabelerConfigError
 from studio.labeling.llm import LLMError
 from studio.logic.parser import FormulaSyntaxError, parse
 from studio.monitor import RuleError
+from studio.monitor.explain import explain_violation, residual_reading
+from studio.monitor.verdicts import (PENDING, SATISFIED, VIOLATED, session_verdict,
+                                     verdict_words)
 from studio.web.access import actor, workspace_page
 from studio.workspaces.models import Role
 
@@ -57,14 +61,14 @@ LARGEST_NUMBER = 2**63 - 1
 
 # The list's verdict filter: its value, what the select says, the results it keeps.
 VERDICT_FILTERS = {
-    "violated": ("violated", Q(verdict="violated")),
-    "satisfied": ("satisfied", Q(verdict="satisfied")),
-    "pending": ("pending", Q(verdict="pending")),
+    "violated": (verdict_words(VIOLATED), session_verdict_q(VIOLATED)),
+    "satisfied": (verdict_words(SATISFIED), session_verdict_q(SATISFIED)),
+    "pending": (verdict_words(PENDING), session_verdict_q(PENDING)),
     "final-violated": ("violated when the session ends", Q(final="violated")),
     "any-violation": ("with at least one violation", Q(violation_count__gt=0)),
 }
 # Parameters of the list that a session page carries back to it.
-LIST_PARAMS = ("run", "rule", "verdict", "q", "upload", "page")
+LIST_PARAMS = ("run", "rule", "verdict", "q", "upload", "all", "page")
 GLYPHS = {"satisfied": "✓", "violated": "✗", "pending": "…"}
 
 
@@ -94,8 +98,9 @@ def _int_param(request, name: str, problems: list[str], what: str,
 
 
 def _run_choice(request, workspace, problems: list[str], session=None) -> AuditRun | None:
-    """The run named by ``?run=``, else the newest finished run (for a session: the newest
-    finished one that audited it).  A run of another workspace is Missing."""
+    """The run named by ``?run=``, else the newest finished run that has results (for a
+    session: the newest run of any status with results for it), so a page never opens on an
+    empty run while another has verdicts.  A run of another workspace is Missing."""
     wanted = _int_param(request, "run", problems, "audit run number")
     runs = AuditRun.objects.filter(workspace=workspace).select_related("rule_set", "upload")
     if wanted is not None:
@@ -103,13 +108,15 @@ def _run_choice(request, workspace, problems: list[str], session=None) -> AuditR
         if run is None:
             raise Missing(f"There is no audit run {wanted} in this workspace.")
         return run
-    finished = runs.filter(status=RunStatus.DONE).order_by("-created_at", "-id")
+    newest = runs.order_by("-created_at", "-id")
+    finished = newest.filter(status=RunStatus.DONE)
     if session is not None:
-        audited = finished.filter(Exists(SessionResult.objects.filter(
+        audited = newest.filter(Exists(SessionResult.objects.filter(
             run=OuterRef("pk"), session=session))).first()
         if audited is not None:
             return audited
-    return finished.first() or runs.order_by("-created_at", "-id").first()
+    with_results = finished.filter(Exists(SessionResult.objects.filter(run=OuterRef("pk"))))
+    return with_results.first() or finished.first() or newest.first()
 
 
 def _run_options(workspace) -> list[dict]:
@@ -145,8 +152,23 @@ def _query(**params) -> str:
     return urlencode({k: v for k, v in params.items() if v not in (None, "")})
 
 
-def _badge(verdict: str, final: str, count: int) -> dict:
-    return {"verdict": verdict, "final": final, "count": count, "glyph": GLYPHS[verdict]}
+def _badge(verdict: str, count: int = 0) -> dict:
+    """A rule's one verdict in a session (``session_verdict``), in words and a glyph."""
+    return {"verdict": verdict, "words": verdict_words(verdict), "count": count,
+            "glyph": GLYPHS[verdict]}
+
+
+def _so_far(verdict: str, count: int, session_open: bool) -> dict:
+    """A rule's verdict as it stood after a step; not decided yet at a step of a session that
+    has ended since is not "session still open"."""
+    badge = _badge(verdict, count)
+    if verdict == PENDING and not session_open:
+        badge["words"] = "not decided yet at this step"
+    return badge
+
+
+def _stored_badge(result: SessionResult) -> dict:
+    return _badge(result.session_verdict, result.violation_count)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -163,9 +185,15 @@ def session_list(request: HttpRequest, slug: str):
         return _missing_page(request, workspace, str(exc))
     versions = _versions(run)
     sessions = TraceSession.objects.filter(workspace=workspace)
-    if run is not None:  # the run's scope: the sessions it has results for
-        sessions = sessions.filter(Exists(SessionResult.objects.filter(
-            run=run, session=OuterRef("pk"))))
+    # By default the run's scope: the sessions it has results for; ``all=1`` lists every
+    # session of the workspace, so none is out of reach (those without results say so).
+    show_all = request.GET.get("all") == "1"
+    outside = 0
+    if run is not None:
+        in_run = Exists(SessionResult.objects.filter(run=run, session=OuterRef("pk")))
+        outside = sessions.exclude(in_run).count()
+        if not show_all:
+            sessions = sessions.filter(in_run)
 
     search = request.GET.get("q", "").strip()[:SEARCH_LIMIT]
     if search:
@@ -209,7 +237,8 @@ def session_list(request: HttpRequest, slug: str):
         sessions = sessions.filter(Exists(matching))
 
     paginator = Paginator(sessions.order_by("id").only(
-        "id", "external_id", "steps", "source"), SESSIONS_PER_PAGE, allow_empty_first_page=True)
+        "id", "external_id", "steps", "source", "ended_at"), SESSIONS_PER_PAGE,
+        allow_empty_first_page=True)
     number = _int_param(request, "page", problems, "page number", minimum=1) or 1
     if number > paginator.num_pages:
         problems.append(f"There is no page {number}: the list has {paginator.num_pages} "
@@ -222,14 +251,20 @@ def session_list(request: HttpRequest, slug: str):
     columns = {v.id: i for i, v in enumerate(versions)}
     badges: dict[int, list] = {s.id: [None] * len(versions) for s in rows}
     if run is not None and rows:
-        for session_id, version_id, v, final, count in SessionResult.objects.filter(
+        is_open = {s.id: s.is_open for s in rows}
+        for session_id, version_id, v, final, count, counting in SessionResult.objects.filter(
                 run=run, session_id__in=list(badges)).values_list(
-                "session_id", "rule_version_id", "verdict", "final", "violation_count"):
+                "session_id", "rule_version_id", "verdict", "final", "violation_count",
+                "rule_version__counting"):
             if version_id in columns:
-                badges[session_id][columns[version_id]] = _badge(v, final, count)
+                badges[session_id][columns[version_id]] = _badge(session_verdict(
+                    count, final, open=is_open[session_id], settled=v, counting=counting),
+                    count)
 
     filters = {"run": run.id if run else None, "rule": rule_name, "verdict": verdict,
-               "q": search, "upload": upload_id}
+               "q": search, "upload": upload_id, "all": "1" if show_all else None}
+    with_messages = set(Event.objects.filter(session_id__in=[s.id for s in rows])
+                        .exclude(message_id="").values_list("session_id", flat=True).distinct())
     back = _query(**filters, page=number if number > 1 else None)
     session_query = _query(run=run.id if run else None, back=back)
     list_url = reverse("sessions", args=[slug])
@@ -238,7 +273,12 @@ def session_list(request: HttpRequest, slug: str):
         "versions": versions, "uploads": uploads, "verdict_filters": [
             (value, label) for value, (label, _) in VERDICT_FILTERS.items()],
         "filters": filters, "problems": problems,
-        "rows": [{"session": s, "badges": badges[s.id]} for s in rows],
+        "rows": [{"session": s, "badges": badges[s.id], "messages": s.id in with_messages}
+                 for s in rows],
+        "run_by_default": run is not None and not request.GET.get("run", "").strip(),
+        "outside": outside, "show_all": show_all,
+        "all_url": f"{list_url}?{_query(run=run.id if run else None, all='1')}",
+        "run_only_url": f"{list_url}?{_query(run=run.id if run else None)}",
         "column_count": 3 + len(versions), "page": page,
         "page_links": [(n, f"{list_url}?{_query(**filters, page=n)}" if n else None)
                        for n in _page_links(number, paginator.num_pages)],
@@ -355,12 +395,16 @@ def _residual_context(run, session, step: int | None, results) -> dict:
     """What the residual panel shows: every rule after the selected step (replayed), or the
     stored residuals after the last step when no step is selected."""
     context = {"run": run, "step": step, "state": None, "replay_error": None,
-               "stored": [{"rule": r.rule_version.rule.name, "verdict": r.verdict,
-                           "final": r.final, "residual": r.residual} for r in results]}
+               "stored": [{"rule": r.rule_version.rule.name, "badge": _stored_badge(r),
+                           "final": verdict_words(r.final), "residual": r.residual,
+                           "reading": residual_reading(r.residual,
+                                                       since=_violated_since(r.timeline))}
+                          for r in results]}
     if run is not None and step is not None:
         try:
             prefetch_answers(run, session.id, step)
-            context["state"] = replay.state_at(run, session, step)
+            context["state"] = _state_in_words(replay.state_at(run, session, step), session,
+                                               results)
         except replay.StepNotFound:
             context["replay_error"] = f"There is no step {step} in this session."
         except (RuleError, LabelerConfigError, ValueError) as exc:
@@ -370,11 +414,61 @@ def _residual_context(run, session, step: int | None, results) -> dict:
     return context
 
 
+# Violations explained in the residual panel per rule at one step.
+EXPLAINED_AT_STEP = 5
+
+
+def _violated_since(timeline: list, step: int | None = None) -> int | None:
+    """The step from which TRAC's verdict was violated (up to ``step``), from a timeline."""
+    since = None
+    for changed_at, value in timeline:
+        if step is not None and changed_at > step:
+            break
+        since = changed_at if value == VIOLATED else None
+    return since
+
+
+def _state_in_words(state: replay.StepState, session, results) -> dict:
+    """The replayed state at a step with each rule's one verdict as it stood after that step
+    (the violations counted up to it), the violations detected at it explained, and the
+    residuals read in English."""
+    by_rule = {r.rule_version.rule.name: r for r in results}
+    counted = dict(ViolationRecord.objects.filter(result__in=results, detected__lte=state.step)
+                   .values("result_id").annotate(n=Count("id")).values_list("result_id", "n"))
+    here: dict[int, list] = {}
+    for v in (ViolationRecord.objects.filter(result__in=results, detected=state.step)
+              .order_by("result_id", "trigger", "id")):
+        here.setdefault(v.result_id, []).append(v)
+    last = Event.objects.filter(session=session).aggregate(last=Max("step"))["last"]
+    ended = state.step == last and not session.is_open
+    rules = []
+    for rule in state.rules:
+        result = by_rule.get(rule.rule)
+        counting = result.rule_version.counting if result else ""
+        count = counted.get(result.id, 0) if result else 0
+        verdict = session_verdict(count, rule.final if ended else "", open=not ended,
+                                  settled=rule.verdict, counting=counting)
+        found = here.get(result.id, []) if result else []
+        since = _violated_since(result.timeline, state.step) if result else None
+        rules.append({
+            "rule": rule.rule, "badge": _so_far(verdict, count, session.is_open),
+            "residual": rule.residual,
+            "reading": residual_reading(rule.residual, since=since),
+            "final": verdict_words(rule.final), "counted": count, "detected_here": len(found),
+            "explanations": [explain_violation(rule.formula, v.trigger, v.detected, v.at_end,
+                                               v.witness, counting)
+                             for v in found[:EXPLAINED_AT_STEP]],
+            "obligations": [{"triggers": ob.triggers, "more": ob.more, "residual": ob.residual,
+                             "reading": residual_reading(ob.residual)}
+                            for ob in rule.obligations]})
+    return {"step": state.step, "rules": rules, "ended": ended}
+
+
 def _results_of(run, session) -> list[SessionResult]:
     if run is None:
         return []
     return list(SessionResult.objects.filter(run=run, session=session)
-                .select_related("rule_version__rule")
+                .select_related("rule_version__rule", "session")
                 .order_by("rule_version__rule__name", "rule_version_id"))
 
 
@@ -456,7 +550,7 @@ def session_detail(request: HttpRequest, slug: str, session_id: int):
             "residual_url": links.residual(s),
             "selected": s == step, "witness": s in witness_steps, "mark": marks.get(s)})
 
-    lanes, violations = _lanes(results, window, step, witness_steps, links)
+    lanes, violations = _lanes(results, window, step, witness_steps, links, extent.last)
     context = {
         "workspace": workspace, "roles": roles, "session": session, "run": run,
         "run_options": _run_options(workspace), "results": results, "extent": extent,
@@ -539,18 +633,29 @@ def _witness(violation, links: _Links) -> dict | None:
     if violation is None:
         return None
     entries = violation.witness[:WITNESS_LISTED]
-    return {"rule": violation.result.rule_version.rule.name, "violation": violation,
+    version = violation.result.rule_version
+    return {"rule": version.rule.name, "violation": violation,
+            "explanation": explain_violation(version.formula, violation.trigger,
+                                             violation.detected, violation.at_end,
+                                             violation.witness, version.counting),
             "more": max(0, len(violation.witness) - WITNESS_LISTED),
             "entries": [{"step": w["step"], "labels": w["labels"], "residual": w["residual"],
+                         "reading": residual_reading(w["residual"], since=w["step"]),
                          "url": links.step(w["step"])} for w in entries]}
 
 
-def _lanes(results, window: list[int], step, witness_steps: set, links: _Links):
-    """Per rule, a cell per step of the window (TRAC's verdict there and how many violations
-    were detected there), and the rule's violations triggered or detected on this window."""
+def _lanes(results, window: list[int], step, witness_steps: set, links: _Links,
+           session_last: int | None = None):
+    """Per rule, a cell per step of the window (the rule's one verdict as it stood after that
+    step - violated once a violation was counted, complied once nothing later can change it,
+    else not decided yet - and how many violations were detected there), and the rule's
+    violations triggered or detected on this window, each explained in a sentence."""
     if not results or not window:
         return [], []
     first, last = window[0], window[-1]
+    before: dict[int, int] = dict(
+        ViolationRecord.objects.filter(result__in=results, detected__lt=first)
+        .values("result_id").annotate(n=Count("id")).values_list("result_id", "n"))
     # Counts per (rule, step) in one query; a rule may fail thousands of times at the end.
     detected: dict[tuple[int, int], int] = {
         (result_id, at): n for result_id, at, n in
@@ -564,18 +669,31 @@ def _lanes(results, window: list[int], step, witness_steps: set, links: _Links):
     for r in results:
         name = r.rule_version.rule.name
         cells = []
+        counted = before.get(r.id, 0)
         for s in window:
-            verdict = _verdict_at(r.timeline, s)
-            cells.append({"step": s, "verdict": verdict, "glyph": GLYPHS.get(verdict, "?"),
+            counted += detected.get((r.id, s), 0)
+            # After the session's last step the session verdict itself; before it, the verdict
+            # of a session that was still running then.
+            ended = s == session_last and not r.session.is_open
+            verdict = session_verdict(counted, r.final if ended else "", open=not ended,
+                                      settled=_verdict_at(r.timeline, s),
+                                      counting=r.rule_version.counting)
+            cells.append({"step": s, "verdict": verdict,
+                          "words": _so_far(verdict, counted, r.session.is_open)["words"],
+                          "glyph": GLYPHS.get(verdict, "?"),
                           "detected": detected.get((r.id, s), 0), "selected": s == step,
                           "witness": s in witness_steps})
         lanes.append({"rule": name, "formula": r.rule_version.formula, "result": r,
-                      "cells": cells})
+                      "badge": _stored_badge(r), "cells": cells})
         found, more = [], 0
         if r.violation_count:  # one bounded query per rule that has violations at all
             mine = ViolationRecord.objects.filter(here, result=r)
             found = list(mine.order_by("detected", "trigger", "id").values(
-                "id", "trigger", "detected", "at_end")[:VIOLATIONS_LISTED])
+                "id", "trigger", "detected", "at_end", "witness")[:VIOLATIONS_LISTED])
+            for v in found:
+                v["explanation"] = explain_violation(
+                    r.rule_version.formula, v["trigger"], v["detected"], v["at_end"],
+                    v.pop("witness") or (), r.rule_version.counting)
             if len(found) == VIOLATIONS_LISTED:
                 more = mine.count() - len(found)
         first_detected = earliest.get(r.id)

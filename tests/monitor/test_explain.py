@@ -47,7 +47,7 @@ def test_a_repeated_payment_counted_after_a_violation_says_where_checking_restar
     text = explain_violation(rule, second["trigger"], second["detected"], second["at_end"],
                              second["witness"], "after_violation")
     assert text.startswith("Step 2: the agent called send_money;")
-    assert "checked afresh from step 1" in text
+    assert "the rule was checked afresh from step 1" in text
 
 
 def test_a_response_names_the_trigger_what_was_owed_and_the_step_that_broke_it():

@@ -129,12 +129,13 @@ def test_the_list_shows_a_verdict_badge_per_rule(team, run):
     alpha, beta, gamma = (cells(rows[k]) for k in ("alpha", "beta", "gamma"))
     # steps, source, then examine_after_take, logs_out, no_drop.
     assert alpha[0] == ["6"] and alpha[1] == ["upload"]
-    assert alpha[2] == ["…", "pending", "ends", "satisfied"]
-    assert alpha[3] == ["✓", "satisfied"]
+    # An uploaded log is a finished session: each rule is violated or complied, never pending.
+    assert alpha[2] == ["✓", "complied"]
+    assert alpha[3] == ["✓", "complied"]
     assert alpha[4] == ["✗", "violated", "2", "violations"]
     assert beta[2] == ["✗", "violated", "1", "violation"]
-    assert beta[3] == ["…", "pending", "ends", "violated", "1", "violation"]
-    assert gamma[4] == ["…", "pending", "ends", "satisfied"]
+    assert beta[3] == ["✗", "violated", "1", "violation"]
+    assert gamma[4] == ["✓", "complied"]
 
 
 def test_filters_narrow_the_list(team, run):
@@ -216,15 +217,15 @@ def test_the_list_is_paged_without_a_query_per_row(team, start):
 def test_lanes_show_the_verdict_at_each_step(team, run):
     page = client_of(team.auditor).get(
         f"/w/acme/sessions/{session_id(team, 'alpha')}/").content.decode()
-    assert lane_text(page, "no_drop", 0) == "pending at step 0"
-    assert lane_text(page, "no_drop", 1) == "pending at step 1"
+    assert lane_text(page, "no_drop", 0) == "not decided yet at this step after step 0"
+    assert lane_text(page, "no_drop", 1) == "not decided yet at this step after step 1"
     assert lane_text(page, "no_drop", 2) == (
-        "violated at step 2, 1 violation detected at step 2")
-    assert lane_text(page, "no_drop", 3) == "violated at step 3"
+        "violated after step 2, 1 violation detected at step 2")
+    assert lane_text(page, "no_drop", 3) == "violated after step 3"
     assert lane_text(page, "no_drop", 4) == (
-        "violated at step 4, 1 violation detected at step 4")
-    assert lane_text(page, "logs_out", 4) == "pending at step 4"
-    assert lane_text(page, "logs_out", 5) == "satisfied at step 5"
+        "violated after step 4, 1 violation detected at step 4")
+    assert lane_text(page, "logs_out", 4) == "not decided yet at this step after step 4"
+    assert lane_text(page, "logs_out", 5) == "complied after step 5"
     # The timeline: labels as the run's labeling gives them (built-in tool_call atom too),
     # values escaped, long values cut with the rest in <details>.
     assert "tool_call:grab" in timeline_row(page, 0) and "take" in timeline_row(page, 0)
@@ -258,7 +259,7 @@ def test_the_residual_at_a_selected_step_matches_progression(team, run):
     assert html.unescape(shown["examine_after_take"]) == expected
     assert html.unescape(shown["no_drop"]) == independent_residual("G !drop", [{"take"}])
     # The obligation step 0 opened is still open, owing examine.
-    assert re.search(r"From step 0: <code class=\"formula\">examine</code>", panel)
+    assert "From step 0: still owed: examine holds at the next step." in panel
     assert "is-selected" in timeline_row(page, 0).split("|")[0]
     assert 'aria-current="step"' in timeline_row(page, 0)
 
@@ -329,7 +330,7 @@ def test_a_long_session_shows_one_page_of_steps(team, run, start):
     rows = [int(s) for s in re.findall(r'<tr id="step-(\d+)"', page)]
     assert rows == list(range(700, 800))
     assert lane_text(page, "no_drop", 757) == (
-        "violated at step 757, 1 violation detected at step 757")
+        "violated after step 757, 1 violation detected at step 757")
     assert 'aria-current="page" class="current"><span class="sr-only">Page </span>8<' in page
     assert "After step 757" in page
     last = client.get(f"/w/acme/sessions/{long}/", {"page": 10}).content.decode()
