@@ -16,6 +16,8 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_safe
 
+from studio.monitor.explain import residual_reading
+from studio.monitor.verdicts import effective_counting, session_verdict, verdict_words
 from studio.traces.models import TraceSession
 from studio.web.access import workspace_page
 
@@ -32,13 +34,30 @@ def _context(request: HttpRequest, slug: str) -> dict:
     page = Paginator(sessions, SESSIONS_PER_PAGE).get_page(request.GET.get("page"))
     context = services.context_for(workspace)
     live_key = context.versions_key
-    rows = [{"session": s, **services.current_rules(s, context)} for s in page.object_list]
+    rows = [rules_in_words(s, services.current_rules(s, context), context)
+            for s in page.object_list]
     auto = request.GET.get("auto") != "off"
     query = f"page={page.number}" + ("" if auto else "&auto=off")
     return {"workspace": workspace, "roles": roles, "page": page, "rows": rows,
             "live_rules": [rule for rule, _ in live_key], "auto": auto, "query": query,
             "pager_query": "" if auto else "auto=off",
             "poll_seconds": POLL_SECONDS}
+
+
+def rules_in_words(session: TraceSession, current: dict, context: services.Context) -> dict:
+    """The session's rules (``services.current_rules``) with their one verdict
+    (``session_verdict``: not decided yet while the session is open, unless nothing later can
+    change it) and residuals in words; the session page shows the same."""
+    counting = {v.rule: effective_counting(v.counting, v.formula) for v in context.versions}
+    rules = []
+    for rule in current["rules"]:
+        verdict = session_verdict(rule["violations"], rule["final"] or "",
+                                  open=session.is_open, settled=rule["verdict"],
+                                  counting=counting.get(rule["rule"], ""))
+        rules.append({**rule, "session_verdict": verdict, "words": verdict_words(verdict),
+                      "final_words": verdict_words(rule["final"]) if rule["final"] else "",
+                      "reading": residual_reading(rule["residual"])})
+    return {"session": session, "note": current["note"], "rules": rules}
 
 
 @login_required

@@ -19,6 +19,8 @@ How violations are counted is part of each rule version (``COUNTING_MODES``):
 
 from __future__ import annotations
 
+from studio.logic.parser import FormulaSyntaxError, parse
+
 FIRST, AFTER_VIOLATION, EVERY_VERDICT, PER_INSTANCE = (
     "first", "after_violation", "every_verdict", "per_instance")
 COUNTING_MODES = (FIRST, AFTER_VIOLATION, EVERY_VERDICT, PER_INSTANCE)
@@ -97,3 +99,14 @@ def session_verdict(violations: int, final: str, *, open: bool = False,
 
 def verdict_words(verdict: str) -> str:
     return VERDICT_WORDS.get(verdict, verdict)
+
+
+def effective_counting(counting: str | None, formula: str) -> str:
+    """The counting a version uses: its own, or the default for its formula when it stores
+    none ("" in versions written before counting was a choice)."""
+    if counting:
+        return counting
+    try:
+        return default_counting(parse(formula).op == "G")
+    except FormulaSyntaxError:
+        return AFTER_VIOLATION

@@ -35,11 +35,13 @@ from studio.audits.services import prefetch_answers
 from studio.audits.verdicts import session_verdict_q
 from studio.labeling import LabelerConfigError
 from studio.labeling.llm import LLMError
+from studio.live import pages as live_pages
+from studio.live import services as live_services
 from studio.logic.parser import FormulaSyntaxError, parse
 from studio.monitor import RuleError
 from studio.monitor.explain import explain_violation, residual_reading
-from studio.monitor.verdicts import (PENDING, SATISFIED, VIOLATED, session_verdict,
-                                     verdict_words)
+from studio.monitor.verdicts import (PENDING, SATISFIED, VIOLATED, effective_counting,
+                                     session_verdict, verdict_words)
 from studio.web.access import actor, workspace_page
 from studio.workspaces.models import Role
 
@@ -444,7 +446,8 @@ def _state_in_words(state: replay.StepState, session, results) -> dict:
     rules = []
     for rule in state.rules:
         result = by_rule.get(rule.rule)
-        counting = result.rule_version.counting if result else ""
+        counting = effective_counting(result.rule_version.counting if result else "",
+                                      rule.formula)
         count = counted.get(result.id, 0) if result else 0
         verdict = session_verdict(count, rule.final if ended else "", open=not ended,
                                   settled=rule.verdict, counting=counting)
@@ -574,6 +577,10 @@ def session_detail(request: HttpRequest, slug: str, session_id: int):
             f"?{_query(back=links.keep['back'])}" if links.keep["back"] else ""),
     }
     context.update(_residual_context(run, session, step, results))
+    if session.source == "live":  # what the agent was last answered, as the Live page shows
+        live_context = live_services.context_for(workspace)
+        context["live"] = live_pages.rules_in_words(
+            session, live_services.current_rules(session, live_context), live_context)
     return render(request, "sessions/detail.html", context, status=400 if problems else 200)
 
 
@@ -670,14 +677,14 @@ def _lanes(results, window: list[int], step, witness_steps: set, links: _Links,
         name = r.rule_version.rule.name
         cells = []
         counted = before.get(r.id, 0)
+        counting = effective_counting(r.rule_version.counting, r.rule_version.formula)
         for s in window:
             counted += detected.get((r.id, s), 0)
             # After the session's last step the session verdict itself; before it, the verdict
             # of a session that was still running then.
             ended = s == session_last and not r.session.is_open
             verdict = session_verdict(counted, r.final if ended else "", open=not ended,
-                                      settled=_verdict_at(r.timeline, s),
-                                      counting=r.rule_version.counting)
+                                      settled=_verdict_at(r.timeline, s), counting=counting)
             cells.append({"step": s, "verdict": verdict,
                           "words": _so_far(verdict, counted, r.session.is_open)["words"],
                           "glyph": GLYPHS.get(verdict, "?"),
