@@ -14,6 +14,7 @@ from django.shortcuts import get_object_or_404
 from ninja import Field, Router, Schema, Status
 
 from studio.api.core import Text, actor_of, workspace_for
+from studio.monitor.explain import explain_violation, residual_reading
 from studio.rules.models import RuleSet
 from studio.traces.models import TraceSession, Upload
 from studio.workspaces.models import Role
@@ -105,12 +106,17 @@ class WitnessStep(Schema):
     step: int
     labels: list[str]
     residual: str
+    residual_english: str = Field(description="what the rule required after the step, in "
+                                              "words (\"still owed: ...\", \"can no longer "
+                                              "be met (since step N)\")")
 
 
 class ViolationOut(Schema):
     trigger: int = Field(description="the step that opened the failed obligation")
     detected: int = Field(description="the step at which it was known to fail")
     at_end: bool = Field(description="failed because the session ended")
+    explanation: str = Field(description="the violation in one sentence, from its witness and "
+                                         "the rule")
     witness: list[WitnessStep]
 
 
@@ -123,6 +129,7 @@ class RuleLane(Schema):
     first_verdict_step: int | None
     final: Final
     residual: str
+    residual_english: str = Field(description="the residual after the last step, in words")
     timeline: list[TimelinePoint] = Field(description="TRAC's verdict from each step on, at "
                                                       "the steps where it changes")
     violations: list[ViolationOut]
@@ -318,15 +325,23 @@ def session_verdicts(request, slug: str, audit_id: int, session_id: int):
                    .select_related("rule_version__rule")
                    .order_by("rule_version__rule__name", "rule_version_id"))
     violations: dict[int, list] = {}
+    version_of = {r.id: r.rule_version for r in results}
     for v in ViolationRecord.objects.filter(result__in=results).order_by("result_id", "detected",
                                                                           "trigger", "id"):
+        version = version_of[v.result_id]
         violations.setdefault(v.result_id, []).append(
             {"trigger": v.trigger, "detected": v.detected, "at_end": v.at_end,
-             "witness": v.witness})
+             "explanation": explain_violation(version.formula, v.trigger, v.detected,
+                                              v.at_end, v.witness, version.counting),
+             "witness": [{**w, "residual_english": residual_reading(w["residual"],
+                                                                    since=w["step"])}
+                         for w in v.witness]})
     lanes = [{"rule": r.rule_version.rule.name, "rule_version": r.rule_version_id,
               "formula": r.rule_version.formula, "steps": r.steps, "verdict": r.verdict,
               "first_verdict_step": r.first_verdict_step, "final": r.final,
               "residual": r.residual,
+              "residual_english": residual_reading(r.residual, since=next(
+                  (step for step, verdict in r.timeline if verdict == "violated"), None)),
               "timeline": [{"step": step, "verdict": verdict} for step, verdict in r.timeline],
               "violations": violations.get(r.id, [])}
              for r in results]

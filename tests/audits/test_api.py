@@ -168,17 +168,28 @@ def test_one_sessions_lanes_and_witnesses(team, audit):
     assert (body["session"], body["steps"]) == ("a", 4)
     lanes = {lane["rule"]: lane for lane in body["rules"]}
     assert lanes["respond"]["timeline"] == [{"step": 0, "verdict": "pending"}]
+    # Each violation is explained in a sentence; residuals come with their English reading.
     assert lanes["respond"]["violations"] == [
         {"trigger": 2, "detected": 3, "at_end": True,
-         "witness": [{"step": 2, "labels": ["request"], "residual": "F answer"}]}]
+         "explanation": "Step 2: request happened, so the rule then required: answer holds at "
+                        "the next step or a later one. The session ended at step 3 without that.",
+         "witness": [{"step": 2, "labels": ["request"], "residual": "F answer",
+                      "residual_english": "still owed: answer holds at the next step or a "
+                                          "later one."}]}]
     assert lanes["logs_out"]["final"] == "violated"
+    assert lanes["logs_out"]["residual_english"] == (
+        "still owed: logout holds at the next step or a later one.")
     assert lanes["no_delete"]["violations"] == []
 
     b = Api(team.auditor).get(f"acme/audits/{audit['id']}/sessions/{sid(team, 'b')}").json()
     no_delete = {lane["rule"]: lane for lane in b["rules"]}["no_delete"]
     assert no_delete["timeline"] == [{"step": 0, "verdict": "violated"}]
+    assert no_delete["residual_english"] == "can no longer be met (since step 0)"
     assert no_delete["violations"][0]["witness"] == [
-        {"step": 0, "labels": ["delete"], "residual": "false"}]
+        {"step": 0, "labels": ["delete"], "residual": "false",
+         "residual_english": "can no longer be met (since step 0)"}]
+    assert no_delete["violations"][0]["explanation"] == (
+        "Step 0: delete happened, which the rule never allows.")
 
 
 def test_reports(team, audit):
