@@ -15,12 +15,14 @@ from ninja import Field, Router, Schema, Status
 
 from studio.api.core import Text, actor_of, workspace_for
 from studio.monitor.explain import explain_violation, residual_reading
+from studio.monitor.verdicts import COUNTING_SENTENCES
 from studio.rules.models import RuleSet
 from studio.traces.models import TraceSession, Upload
 from studio.workspaces.models import Role
 
 from . import groundtruth, report, services
 from .models import AuditRun, GroundTruth, SessionResult, ViolationRecord
+from .verdicts import session_verdict_q
 
 router = Router(tags=["audits"])
 
@@ -77,13 +79,21 @@ class ResumeOut(Schema):
     enqueued: int
 
 
+ONE_VERDICT = ("the rule's one verdict in the session: violated when a violation was counted, "
+               "satisfied when none was and the session ended meeting it, pending only while "
+               "a live session is open")
+
+
 class ResultOut(Schema):
     session_id: int
     session: str = Field(description="the session's external id")
     rule: str
-    rule_version: int
+    rule_version: int = Field(description="the version's number")
+    rule_version_id: int
     steps: int
-    verdict: Verdict = Field(description="TRAC's verdict after the last step")
+    session_verdict: Verdict = Field(description=ONE_VERDICT)
+    verdict: Verdict = Field(description="TRAC's verdict after the last step (the first "
+                                         "verdict; pending when none was reached)")
     first_verdict_step: int | None
     final: Final = Field(description="LTLf verdict with the end of the log as the end")
     residual: str
@@ -122,9 +132,13 @@ class ViolationOut(Schema):
 
 class RuleLane(Schema):
     rule: str
-    rule_version: int
+    rule_version: int = Field(description="the version's number")
+    rule_version_id: int
     formula: str
+    counting: str
+    counting_sentence: str = Field(description="how the version counts violations, in English")
     steps: int
+    session_verdict: Verdict = Field(description=ONE_VERDICT)
     verdict: Verdict
     first_verdict_step: int | None
     final: Final
@@ -145,12 +159,14 @@ class SessionVerdictsOut(Schema):
 
 class ReportRule(Schema):
     rule: str
-    rule_version: int
+    rule_version: int = Field(description="the version's number")
+    rule_version_id: int
     formula: str
+    counting: str
     sessions: int
-    satisfied: int
-    violated: int
-    pending: int
+    satisfied: int = Field(description="sessions whose one verdict is satisfied")
+    violated: int = Field(description="sessions whose one verdict is violated")
+    pending: int = Field(description="open live sessions not decided yet")
     final_violated: int = Field(description="sessions whose LTLf verdict is violated")
     violations: int
 
@@ -159,6 +175,8 @@ class ReportSession(Schema):
     session_id: int
     session: str
     steps: int
+    verdicts: list[Verdict | None] = Field(description="per rule, in the order of `rules`: "
+                                                       + ONE_VERDICT)
     final: list[Final | None] = Field(description="per rule, in the order of `rules`")
     violations: list[int | None] = Field(description="per rule, in the order of `rules`")
 
@@ -288,11 +306,13 @@ def resume_audit(request, slug: str, audit_id: int):
 def audit_results(request, slug: str, audit_id: int, verdict: Verdict | None = None,
                   final: Final | None = None, rule: Text | None = None,
                   session: int | None = None, violated: bool | None = None,
-                  limit: int = 100, offset: int = 0):
+                  session_verdict: Verdict | None = None, limit: int = 100, offset: int = 0):
     workspace = workspace_for(request, slug)
     run = _run_of(workspace, audit_id)
     limit, offset = _page(limit, offset)
     results = SessionResult.objects.filter(run=run)
+    if session_verdict is not None:
+        results = results.filter(session_verdict_q(session_verdict))
     if verdict is not None:
         results = results.filter(verdict=verdict)
     if final is not None:
@@ -306,13 +326,16 @@ def audit_results(request, slug: str, audit_id: int, verdict: Verdict | None = N
                    else results.filter(violation_count=0))
     count = results.count()
     rows = (results.order_by("session_id", "rule_version__rule__name")
-            .values_list("session_id", "session__external_id", "rule_version__rule__name",
-                         "rule_version_id", "steps", "verdict", "first_verdict_step", "final",
-                         "residual", "violation_count")[offset:offset + limit])
-    keys = ("session_id", "session", "rule", "rule_version", "steps", "verdict",
-            "first_verdict_step", "final", "residual", "violations")
+            .select_related("session", "rule_version__rule")
+            .defer("session__monitor_state")[offset:offset + limit])
     return {"count": count, "limit": limit, "offset": offset,
-            "items": [dict(zip(keys, row)) for row in rows]}
+            "items": [{"session_id": r.session_id, "session": r.session.external_id,
+                       "rule": r.rule_version.rule.name, "rule_version": r.rule_version.number,
+                       "rule_version_id": r.rule_version_id, "steps": r.steps,
+                       "session_verdict": r.session_verdict, "verdict": r.verdict,
+                       "first_verdict_step": r.first_verdict_step, "final": r.final,
+                       "residual": r.residual, "violations": r.violation_count}
+                      for r in rows]}
 
 
 @router.get("{slug}/audits/{audit_id}/sessions/{session_id}", response=SessionVerdictsOut,
@@ -322,7 +345,7 @@ def session_verdicts(request, slug: str, audit_id: int, session_id: int):
     run = _run_of(workspace, audit_id)
     session = get_object_or_404(TraceSession, workspace=workspace, id=session_id)
     results = list(SessionResult.objects.filter(run=run, session=session)
-                   .select_related("rule_version__rule")
+                   .select_related("session", "rule_version__rule")
                    .order_by("rule_version__rule__name", "rule_version_id"))
     violations: dict[int, list] = {}
     version_of = {r.id: r.rule_version for r in results}
@@ -336,8 +359,11 @@ def session_verdicts(request, slug: str, audit_id: int, session_id: int):
              "witness": [{**w, "residual_english": residual_reading(w["residual"],
                                                                     since=w["step"])}
                          for w in v.witness]})
-    lanes = [{"rule": r.rule_version.rule.name, "rule_version": r.rule_version_id,
-              "formula": r.rule_version.formula, "steps": r.steps, "verdict": r.verdict,
+    lanes = [{"rule": r.rule_version.rule.name, "rule_version": r.rule_version.number,
+              "rule_version_id": r.rule_version_id, "formula": r.rule_version.formula,
+              "counting": r.rule_version.counting,
+              "counting_sentence": COUNTING_SENTENCES.get(r.rule_version.counting, ""),
+              "steps": r.steps, "session_verdict": r.session_verdict, "verdict": r.verdict,
               "first_verdict_step": r.first_verdict_step, "final": r.final,
               "residual": r.residual,
               "residual_english": residual_reading(r.residual, since=next(

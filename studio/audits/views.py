@@ -41,7 +41,7 @@ def _run_of(workspace, audit_id: int) -> AuditRun:
 def _totals(run: AuditRun) -> list[dict]:
     """report.rule_totals with each rule's version number, which the pages show."""
     numbers = {v.id: v.number for v in run.rule_versions.all()}
-    return [{**row, "number": numbers.get(row["rule_version"])}
+    return [{**row, "number": numbers.get(row["rule_version_id"])}
             for row in report.rule_totals(run)]
 
 

@@ -115,7 +115,12 @@ class TraceSession(models.Model):
     @property
     def is_open(self) -> bool:
         """Whether more events may still arrive: a live session not yet ended."""
-        return self.source == "live" and self.ended_at is None
+        return session_is_open(self.source, self.ended_at)
+
+
+def session_is_open(source: str, ended_at) -> bool:
+    """``TraceSession.is_open`` from the two columns (for code that reads rows, not models)."""
+    return source == "live" and ended_at is None
 
 
 class Event(models.Model):

@@ -70,12 +70,18 @@ def make_team(slug: str = "acme") -> Team:
 
 
 def add_rule(team: Team, name: str, formula: str, approved: bool = True,
-             rule_set: RuleSet | None = None) -> RuleVersion:
+             rule_set: RuleSet | None = None, counting: str | None = None) -> RuleVersion:
+    """A version as the rule services write it (its counting resolved: the formula's default
+    when None), approved unless told otherwise."""
+    from studio.logic.parser import parse
+    from studio.rules.services import resolve_counting
+
     rule, _ = Rule.objects.get_or_create(workspace=team.workspace, name=name,
                                          defaults={"created_by": team.author})
     number = rule.versions.count() + 1
     version = RuleVersion.objects.create(
         rule=rule, number=number, formula=formula, author=team.author,
+        counting=resolve_counting(parse(formula), counting),
         status=VersionStatus.APPROVED if approved else VersionStatus.DRAFT,
         reviewer=team.reviewer if approved else None,
         reviewed_at=timezone.now() if approved else None)

@@ -134,10 +134,17 @@ def test_results_with_filters_and_pages(team, audit):
     a_respond = next(r for r in page["items"]
                      if r["session"] == "a" and r["rule"] == "respond")
     assert a_respond == {
-        "session_id": sid(team, "a"), "session": "a", "rule": "respond",
-        "rule_version": a_respond["rule_version"], "steps": 4, "verdict": "pending",
+        "session_id": sid(team, "a"), "session": "a", "rule": "respond", "rule_version": 1,
+        "rule_version_id": a_respond["rule_version_id"], "steps": 4,
+        "session_verdict": "violated", "verdict": "pending",
         "first_verdict_step": None, "final": "violated",
         "residual": "F answer & G (!request | F answer)", "violations": 1}
+    # The one verdict: TRAC was still pending when the log ended, but a violation was counted.
+    one = api.get(f"acme/audits/{audit['id']}/results", session_verdict="violated").json()
+    assert sorted((r["session"], r["rule"]) for r in one["items"]) == [
+        ("a", "logs_out"), ("a", "respond"), ("b", "no_delete")]
+    assert api.get(f"acme/audits/{audit['id']}/results",
+                   session_verdict="pending").json()["count"] == 0  # uploaded logs ended
 
     violated = api.get(f"acme/audits/{audit['id']}/results", verdict="violated").json()
     assert [(r["session"], r["rule"]) for r in violated["items"]] == [("b", "no_delete")]
@@ -197,10 +204,17 @@ def test_reports(team, audit):
     report = api.get(f"acme/audits/{audit['id']}/report.json").json()
     assert [r["rule"] for r in report["rules"]] == ["logs_out", "no_delete", "respond"]
     logs_out = report["rules"][0]
-    assert logs_out == {"rule": "logs_out", "rule_version": logs_out["rule_version"],
-                        "formula": "F logout", "sessions": 3, "satisfied": 2, "pending": 1,
-                        "violated": 0, "final_violated": 1, "violations": 1}
+    # Totals count the one verdict: session a ended without logging out (violated, not
+    # "pending" as TRAC's verdict after the last step would say).
+    assert logs_out == {"rule": "logs_out", "rule_version": 1,
+                        "rule_version_id": logs_out["rule_version_id"],
+                        "counting": "after_violation",
+                        "formula": "F logout", "sessions": 3, "satisfied": 2, "pending": 0,
+                        "violated": 1, "final_violated": 1, "violations": 1}
+    assert logs_out["rule_version_id"] == audit["rule_versions"][0]["id"]
     rows = {s["session"]: s for s in report["sessions"]}
+    assert rows["a"]["verdicts"] == ["violated", "satisfied", "violated"]
+    assert rows["b"]["verdicts"] == ["satisfied", "violated", "satisfied"]
     assert rows["a"]["final"] == ["violated", "satisfied", "violated"]
     assert rows["a"]["violations"] == [1, 0, 1]
     assert rows["b"]["violations"] == [0, 1, 0]
@@ -210,11 +224,13 @@ def test_reports(team, audit):
     assert response.streaming
     text = b"".join(response.streaming_content).decode()
     table = list(csv.reader(io.StringIO(text)))
-    assert table[0] == ["session_id", "session", "steps", "logs_out final", "logs_out violations",
-                        "no_delete final", "no_delete violations", "respond final",
-                        "respond violations"]
+    assert table[0] == ["session_id", "session", "steps",
+                        "logs_out verdict", "logs_out final", "logs_out violations",
+                        "no_delete verdict", "no_delete final", "no_delete violations",
+                        "respond verdict", "respond final", "respond violations"]
     body = {row[1]: row for row in table[1:]}
-    assert body["a"][2:] == ["4", "violated", "1", "satisfied", "0", "violated", "1"]
+    assert body["a"][2:] == ["4", "violated", "violated", "1", "satisfied", "satisfied", "0",
+                             "violated", "violated", "1"]
     # A session id that a spreadsheet would run as a formula is neutralised.
     assert "'=cmd|' /C calc'!A0" in body
     assert len(table) == 4
