@@ -164,16 +164,17 @@ def test_the_matrix_and_totals_equal_the_stored_results(team, run):
     assert matrix[0] == ["Session", "Steps", "logs_out v1", "no_delete v1", "respond v1"]
     cells = {row[0]: row[1:] for row in matrix[1:]}
     assert set(cells) == set(SESSIONS)
-    assert cells["a"] == ["4", "violated (unmet when the log ended) 1 violation",
-                          "satisfied no violations",
-                          "violated (unmet when the log ended) 1 violation"]
-    assert cells["b"][2] == "violated 1 violation"
+    # The rule's one verdict in words, never "complied" beside a violation.
+    assert cells["a"] == ["4", "✗ violated 1 violation", "✓ complied no violations",
+                          "✗ violated 1 violation"]
+    assert cells["b"][2] == "✗ violated 1 violation"
     # Each cell equals its stored result.
     for result in SessionResult.objects.filter(run=run).select_related("session",
                                                                        "rule_version__rule"):
         column = ["logs_out", "no_delete", "respond"].index(result.rule_version.rule.name)
         cell = cells[result.session.external_id][column + 1]
-        assert cell.startswith(result.final)
+        words = {"violated": "✗ violated", "satisfied": "✓ complied"}[result.session_verdict]
+        assert cell.startswith(words)
         assert (f"{result.violation_count} violation" in cell if result.violation_count
                 else "no violations" in cell)
     # Only the sessions with a violation, on request.
@@ -220,7 +221,7 @@ def test_precision_recall_and_f1_equal_a_hand_computed_example(team, run):
         ["Mean over rules (macro-average)", "", "", "", "", "", "0.50", "0.50", "0.33", ""],
     ]
     matrix = {row[0]: row[1:] for row in table_after(page, "matrix-heading")[1:]}
-    assert matrix["b"][2] == "violated 1 violation label: satisfied (disagrees)"
+    assert matrix["b"][2] == "✗ violated 1 violation label: complied (disagrees)"
     assert matrix["a"][3].endswith("label: violated")
     exported = json.loads(b"".join(client_for(team.auditor).get(
         f"/w/acme/audits/{run.id}/report.json").streaming_content))
