@@ -16,13 +16,15 @@ from django.db.models import Count, Q, Sum
 from django.http import StreamingHttpResponse
 
 from studio import exports
-from studio.monitor.verdicts import session_verdict, verdict_words
+from studio.monitor.verdicts import (COUNTING_LABELS, COUNTING_SENTENCES, PENDING, SATISFIED,
+                                     VIOLATED, session_verdict, verdict_words)
 from studio.rules.models import RuleVersion
-from studio.traces.models import Event
+from studio.traces.models import Event, session_is_open
 from studio.workspaces.models import AuditLogEntry
 
 from . import quality
 from .models import AuditRun, GroundTruth, LabelCorrection, SessionResult, ViolationRecord
+from .verdicts import session_verdict_q
 
 TOTAL_KEYS = ("sessions", "satisfied", "violated", "pending", "final_violated", "violations")
 # Violations listed in the printable evidence report; the exports count them all.
@@ -37,52 +39,65 @@ def versions(run: AuditRun) -> list[RuleVersion]:
 
 
 def rule_totals(run: AuditRun) -> list[dict]:
-    """Per rule version: sessions audited, TRAC verdicts after the last step, LTLf verdicts
-    violated at the end, and violation instances.  Every version of the run is listed, also
-    before any result is stored."""
+    """Per rule version (its number ``rule_version``, its id ``rule_version_id``): sessions
+    audited, how many the rule's one verdict (``session_verdict``) calls satisfied, violated
+    and pending, LTLf verdicts violated at the end, and violation instances.  Every version of
+    the run is listed, also before any result is stored."""
     counts = {row["rule_version_id"]: row for row in (
         SessionResult.objects.filter(run=run).values("rule_version_id").annotate(
             sessions=Count("id"),
-            satisfied=Count("id", filter=Q(verdict="satisfied")),
-            violated=Count("id", filter=Q(verdict="violated")),
-            pending=Count("id", filter=Q(verdict="pending")),
+            satisfied=Count("id", filter=session_verdict_q(SATISFIED)),
+            violated=Count("id", filter=session_verdict_q(VIOLATED)),
+            pending=Count("id", filter=session_verdict_q(PENDING)),
             final_violated=Count("id", filter=Q(final="violated")),
             violations=Sum("violation_count")))}
     out = []
     for v in versions(run):
         row = counts.get(v.id, {})
-        out.append({"rule": v.rule.name, "rule_version": v.id, "formula": v.formula,
+        out.append({"rule": v.rule.name, "rule_version": v.number, "rule_version_id": v.id,
+                    "formula": v.formula, "counting": v.counting,
                     **{k: row.get(k) or 0 for k in TOTAL_KEYS}})
     return out
 
 
 def session_rows(run: AuditRun, columns: dict[int, int]) -> Iterator[tuple]:
-    """(session id, external id, steps, finals, violation counts) per session, streamed; the
-    lists hold one entry per column (``columns``: rule version id -> position)."""
+    """(session id, external id, steps, finals, violation counts, verdicts) per session,
+    streamed; the lists hold one entry per column (``columns``: rule version id -> position);
+    ``verdicts`` are the rule's one verdict in the session (``session_verdict``)."""
     rows = (SessionResult.objects.filter(run=run).order_by("session_id")
             .values_list("session_id", "session__external_id", "steps", "rule_version_id",
-                         "final", "violation_count").iterator(chunk_size=2000))
+                         "final", "violation_count", "verdict", "session__source",
+                         "session__ended_at", "rule_version__counting")
+            .iterator(chunk_size=2000))
     current = None
-    for session_id, external, steps, version_id, final, count in rows:
+    width = len(columns)
+    for (session_id, external, steps, version_id, final, count, settled, source, ended_at,
+         counting) in rows:
         if current is None or current[0] != session_id:
             if current is not None:
                 yield current
-            current = (session_id, external, steps, [None] * len(columns),
-                       [None] * len(columns))
+            current = (session_id, external, steps, [None] * width, [None] * width,
+                       [None] * width)
         column = columns[version_id]
         current[3][column] = final
         current[4][column] = count
+        current[5][column] = session_verdict(count, final,
+                                             open=session_is_open(source, ended_at),
+                                             settled=settled, counting=counting)
     if current is not None:
         yield current
+
+
+def _session_entry(sid, external, steps, finals, counts, verdicts) -> dict:
+    return {"session_id": sid, "session": external, "steps": steps, "verdicts": verdicts,
+            "final": finals, "violations": counts}
 
 
 def report_document(run: AuditRun) -> dict:
     """The whole report as one document (the API's report.json)."""
     rules = rule_totals(run)
-    columns = {r["rule_version"]: i for i, r in enumerate(rules)}
-    sessions = [{"session_id": sid, "session": external, "steps": steps, "final": finals,
-                 "violations": counts}
-                for sid, external, steps, finals, counts in session_rows(run, columns)]
+    columns = {r["rule_version_id"]: i for i, r in enumerate(rules)}
+    sessions = [_session_entry(*row) for row in session_rows(run, columns)]
     return {"audit": run.id, "status": run.status, "created_at": run.created_at,
             "finished_at": run.finished_at, "sessions_total": run.sessions_total,
             "sessions_done": run.sessions_done, "rules": rules, "sessions": sessions}
@@ -92,18 +107,20 @@ def report_document(run: AuditRun) -> dict:
 # Exports
 
 def csv_lines(run: AuditRun) -> Iterator[str]:
-    """One row per session: per rule the LTLf verdict and the number of violations."""
+    """One row per session: per rule its one verdict in the session, the LTLf verdict at the
+    end and the number of violations."""
     columns_of = versions(run)
     columns = {v.id: i for i, v in enumerate(columns_of)}
     header = ["session_id", "session", "steps"]
     for v in columns_of:
-        header += [f"{v.rule.name} final", f"{v.rule.name} violations"]
+        header += [f"{v.rule.name} verdict", f"{v.rule.name} final",
+                   f"{v.rule.name} violations"]
 
     def rows():
-        for sid, external, steps, finals, counts in session_rows(run, columns):
+        for sid, external, steps, finals, counts, verdicts in session_rows(run, columns):
             row = [sid, external, steps]
-            for final, count in zip(finals, counts, strict=True):
-                row += [final, count]
+            for verdict, final, count in zip(verdicts, finals, counts, strict=True):
+                row += [verdict, final, count]
             yield row
 
     return exports.csv_lines(header, rows())
@@ -123,12 +140,10 @@ def json_chunks(run: AuditRun, extra: dict | None = None) -> Iterator[str]:
     encoder = DjangoJSONEncoder(ensure_ascii=False)
     text = encoder.encode(head)
     yield text[:-1] + ', "sessions": ['
-    columns = {r["rule_version"]: i for i, r in enumerate(rules)}
+    columns = {r["rule_version_id"]: i for i, r in enumerate(rules)}
     separator = ""
-    for sid, external, steps, finals, counts in session_rows(run, columns):
-        yield separator + encoder.encode({"session_id": sid, "session": external,
-                                          "steps": steps, "final": finals,
-                                          "violations": counts})
+    for row in session_rows(run, columns):
+        yield separator + encoder.encode(_session_entry(*row))
         separator = ", "
     yield "]}\n"
 
@@ -152,7 +167,8 @@ def _quality_json(entry: RuleAgreement) -> dict:
 @dataclass
 class RuleAgreement:
     """How the audit's verdicts for one rule agree with the labels of the sessions it audited.
-    A session counts as found violating when its LTLf verdict at the end is violated."""
+    A session counts as found violating when the rule's one verdict in it is violated
+    (``session_verdict``: a violation was counted, or the session ended violating it)."""
 
     rule: str
     rule_version: int
@@ -239,14 +255,18 @@ def agreement(run: AuditRun) -> AgreementTable:
         return AgreementTable()
     pairs = []
     audited: dict[str, int] = {}
-    for external, rule, final in (
+    for external, rule, final, count, settled, source, ended_at, counting in (
             SessionResult.objects.filter(run=run, rule_version__rule__name__in=list(truth))
-            .values_list("session__external_id", "rule_version__rule__name", "final")
+            .values_list("session__external_id", "rule_version__rule__name", "final",
+                         "violation_count", "verdict", "session__source", "session__ended_at",
+                         "rule_version__counting")
             .iterator(chunk_size=5000)):
         audited[rule] = audited.get(rule, 0) + 1
         label = truth[rule].get(external)
         if label is not None:
-            pairs.append((rule, final == "violated", label))
+            verdict = session_verdict(count, final, open=session_is_open(source, ended_at),
+                                      settled=settled, counting=counting)
+            pairs.append((rule, verdict == VIOLATED, label))
     counts = quality.by_rule(pairs)
     out = AgreementTable()
     for v in columns:
@@ -362,6 +382,8 @@ def version_history(run: AuditRun) -> list[dict]:
                          else _who(v.reviewer, v.reviewer_token) if v.reviewed_at else None),
             "approved_at": approval.at if approval else v.reviewed_at,
             "comment": (approval.details.get("comment", "") if approval else v.review_comment),
+            "counting": v.counting, "counting_label": COUNTING_LABELS.get(v.counting, ""),
+            "counting_sentence": COUNTING_SENTENCES.get(v.counting, ""),
             "from_log": approval is not None,
             "log": [{"action": e.action, "who": _who(e.actor, e.actor_token), "at": e.at}
                     for e in entries],

@@ -17,6 +17,7 @@ from django.db.models import Count, Q, Sum
 from django.test import Client
 
 from studio.audits.models import AuditRun, GroundTruth, SessionResult
+from studio.audits.verdicts import session_verdict_q
 from studio.rules import services as rules
 from studio.workspaces.models import AuditLogEntry
 from tests.audits.helpers import add_sessions, make_team
@@ -148,9 +149,9 @@ def test_the_matrix_and_totals_equal_the_stored_results(team, run):
     totals = table_after(page, "totals-heading")
     stored = {row["rule_version__rule__name"]: row for row in SessionResult.objects.filter(
         run=run).values("rule_version__rule__name").annotate(
-            sessions=Count("id"), violated=Count("id", filter=Q(verdict="violated")),
-            satisfied=Count("id", filter=Q(verdict="satisfied")),
-            pending=Count("id", filter=Q(verdict="pending")),
+            sessions=Count("id"), violated=Count("id", filter=session_verdict_q("violated")),
+            satisfied=Count("id", filter=session_verdict_q("satisfied")),
+            pending=Count("id", filter=session_verdict_q("pending")),
             final_violated=Count("id", filter=Q(final="violated")),
             violations=Sum("violation_count"))}
     body = totals[2:]
