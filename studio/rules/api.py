@@ -15,7 +15,6 @@ from django.shortcuts import get_object_or_404
 from ninja import Field, Router, Schema, Status
 
 from studio.api.core import Id, Text, actor_of, workspace_for
-from studio.labeling import BUILTIN_PREFIXES
 from studio.logic.parser import FormulaSyntaxError, parse, to_text
 from studio.monitor import RuleError, compile_rule
 from studio.monitor.verdicts import COUNTING_LABELS, COUNTING_MODES, COUNTING_SENTENCES
@@ -23,7 +22,7 @@ from studio.workspaces.models import Role
 
 from . import services
 from .models import Labeler, Rule, RuleSet, RuleVersion, VersionStatus
-from .monitoring import labeling_for
+from .vocabulary import formula_warnings, reads_table, vocabulary_for
 
 router = Router(tags=["rules"])
 
@@ -35,6 +34,15 @@ FORMULA_TEXT = 20_000  # the parser's own limit; longer formulas get its clear e
 
 # ---------------------------------------------------------------------------------------------
 # Schemas
+
+class WarningOut(Schema):
+    code: Literal["unknown_atom", "unknown_path", "type_mismatch", "unsatisfiable", "valid",
+                  "vacuous"]
+    subject: str = Field(description="the atom, path, comparison or subformula it is about")
+    message: str
+    suggestion: str | None = Field(description="the nearest entry of the workspace's "
+                                               "vocabulary (or the comparison rewritten)")
+
 
 class VersionOut(Schema):
     id: int
@@ -52,6 +60,9 @@ class VersionOut(Schema):
     reviewer: str | None
     reviewed_at: datetime | None
     review_comment: str
+    submitted_warnings: list[WarningOut] = Field(
+        description="the formula's warnings when it was submitted")
+    acknowledgement: str = Field(description="the author's answer to those warnings")
 
 
 class RuleOut(Schema):
@@ -102,6 +113,13 @@ class VersionPatch(Schema):
     formula: Text | None = None
     english: Text | None = Field(None, max_length=LONG_TEXT)
     counting: Text | None = Field(None, max_length=40, description=COUNTING_HELP)
+
+
+class SubmitIn(Schema):
+    acknowledgement: Text = Field(
+        "", max_length=services.ACKNOWLEDGEMENT_MAX,
+        description="required when the formula has warnings (see formulas/check): why it "
+                    "should be reviewed as it is, e.g. \"a labeler for `x` will be added\"")
 
 
 class ReviewIn(Schema):
@@ -178,9 +196,18 @@ class FormulaError(Schema):
 
 class AtomOut(Schema):
     atom: str
-    produced: bool = Field(description="whether a labeler (or the built-in atoms) produces it; "
-                                       "otherwise it holds only on events labelled with it")
-    source: Literal["builtin", "labeler"] | None
+    produced: bool = Field(description="whether anything in the workspace produces it")
+    source: Literal["builtin", "labeler", "events"] | None = Field(
+        description="labeler: a labeler declares it; builtin: a built-in atom seen in the "
+                    "workspace's events; events: events arrived labelled with it")
+
+
+class PathOut(Schema):
+    path: str
+    seen_types: list[str] = Field(description="JSON types this path held in the workspace's "
+                                              "events (empty: no event has it)")
+    compared_with: list[str] = Field(description="what the rule compares it with: number, "
+                                                 "string, boolean, null, or path")
 
 
 class FormulaCheckOut(Schema):
@@ -189,6 +216,9 @@ class FormulaCheckOut(Schema):
     unicode: str | None
     atoms: list[AtomOut]
     comparisons: list[str] = Field(description="data atoms, read from the event itself")
+    paths: list[PathOut]
+    warnings: list[WarningOut] = Field(description="unknown atoms and paths, mismatched "
+                                                   "comparisons, and the review aids' warnings")
     instance_level: bool | None = Field(description="of the form G phi: every step opens an "
                                                     "obligation, each failure is a violation")
     error: FormulaError | None
@@ -211,7 +241,9 @@ def _version_out(v: RuleVersion) -> dict:
             "status": v.status, "author": _who(v.author, v.author_token),
             "created_at": v.created_at, "submitted_at": v.submitted_at,
             "reviewer": _who(v.reviewer, v.reviewer_token), "reviewed_at": v.reviewed_at,
-            "review_comment": v.review_comment}
+            "review_comment": v.review_comment,
+            "submitted_warnings": v.submitted_warnings or [],
+            "acknowledgement": v.acknowledgement}
 
 
 def _versions(rule: Rule) -> list[RuleVersion]:
@@ -348,10 +380,14 @@ def update_version(request, slug: str, rule_id: Id, number: Id, body: VersionPat
 
 
 @router.post("{slug}/rules/{rule_id}/versions/{number}/submit", response=VersionOut,
-             summary="Submit a draft for review (its formula must parse and compile)")
-def submit_version(request, slug: str, rule_id: Id, number: Id):
+             summary="Submit a draft for review (its formula must parse and compile)",
+             description="A formula with warnings (formulas/check) needs an acknowledgement; "
+                         "without one the answer is 400 with the warnings in details.")
+def submit_version(request, slug: str, rule_id: Id, number: Id,
+                   body: SubmitIn | None = None):
     workspace = workspace_for(request, slug, Role.AUTHOR)
-    services.submit_for_review(_version(workspace, rule_id, number), actor_of(request))
+    services.submit_for_review(_version(workspace, rule_id, number), actor_of(request),
+                               body.acknowledgement if body is not None else "")
     return _version_out(_version(workspace, rule_id, number))
 
 
@@ -473,29 +509,21 @@ def delete_labeler(request, slug: str, labeler_id: Id):
 def check_formula(request, slug: str, body: FormulaCheckIn):
     workspace = workspace_for(request, slug)
     empty = {"ok": False, "formula": None, "unicode": None, "atoms": [], "comparisons": [],
-             "instance_level": None}
+             "paths": [], "warnings": [], "instance_level": None}
     try:
         formula = parse(body.text)
         compiled = compile_rule("formula", formula)
     except FormulaSyntaxError as exc:
         return {**empty, "error": services.formula_error(exc)}
     except RuleError as exc:
-        # It parsed: show what it reads alongside the error.
+        # It parsed: show what it reads (and what nothing produces) alongside the error.
         formula = parse(body.text)
-        return {**empty, **_reads(workspace, formula), "formula": to_text(formula),
-                "unicode": to_text(formula, unicode=True), "error": services.formula_error(exc)}
+        known = vocabulary_for(workspace)
+        return {**empty, **reads_table(formula, known), "formula": to_text(formula),
+                "unicode": to_text(formula, unicode=True),
+                "warnings": formula_warnings(formula, known, with_review=False),
+                "error": services.formula_error(exc)}
+    known = vocabulary_for(workspace)
     return {"ok": True, "formula": to_text(formula), "unicode": to_text(formula, unicode=True),
-            **_reads(workspace, formula), "instance_level": compiled.instance_level,
-            "error": None}
-
-
-def _reads(workspace, formula) -> dict:
-    labeling = labeling_for(workspace)
-    declared = labeling.declared_atoms
-    atoms = []
-    for name in sorted({g.name for g in formula.subformulas() if g.op == "atom"}):
-        source = ("labeler" if name in declared else
-                  "builtin" if name.startswith(BUILTIN_PREFIXES) else None)
-        atoms.append({"atom": name, "produced": labeling.produces(name), "source": source})
-    comparisons = sorted({g.text for g in formula.subformulas() if g.op == "cmp"})
-    return {"atoms": atoms, "comparisons": comparisons}
+            **reads_table(formula, known), "warnings": formula_warnings(formula, known),
+            "instance_level": compiled.instance_level, "error": None}

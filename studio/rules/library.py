@@ -31,11 +31,17 @@ class Installed:
     labelers_created: list[str] = field(default_factory=list)
     labelers_skipped: list[str] = field(default_factory=list)  # that atom had a labeler
     submitted: bool = False
+    # Asked to submit, left as drafts: their warnings need the author's acknowledgement.
+    rules_with_warnings: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
         title = library.DOMAINS[self.domain].title
         state = "submitted for review" if self.submitted else "as drafts"
         parts = [f"{title}: {_count(len(self.rules_created), 'rule')} added {state}"]
+        if self.rules_with_warnings:
+            parts.append(f"{_count(len(self.rules_with_warnings), 'rule')} left as drafts "
+                         f"({', '.join(self.rules_with_warnings)}): they have warnings to "
+                         "acknowledge on their pages before they are submitted")
         if self.rules_skipped:
             parts.append(f"{_count(len(self.rules_skipped), 'rule')} already in the workspace "
                          "left as they are")
@@ -48,7 +54,8 @@ class Installed:
         return {"domain": self.domain, "submitted": self.submitted,
                 "rules_created": self.rules_created, "rules_skipped": self.rules_skipped,
                 "labelers_created": self.labelers_created,
-                "labelers_skipped": self.labelers_skipped}
+                "labelers_skipped": self.labelers_skipped,
+                "rules_with_warnings": self.rules_with_warnings}
 
 
 def _count(n: int, noun: str) -> str:
@@ -69,22 +76,7 @@ def install_library(workspace: Workspace, actor, domain: str, submit: bool = Fal
     except ValueError as exc:
         raise ServiceError(str(exc), field="domain", status=422) from None
     result = Installed(domain, submitted=submit)
-    existing_rules = set(Rule.objects.filter(workspace=workspace,
-                                             name__in=[e.name for e in entries])
-                         .values_list("name", flat=True))
-    for entry in entries:
-        if entry.name in existing_rules:
-            result.rules_skipped.append(entry.name)
-            continue
-        try:
-            rule = services.create_rule(workspace, actor, entry.name, entry.formula,
-                                        _description(entry), english=entry.english)
-        except Conflict:  # created meanwhile by someone else: theirs stands
-            result.rules_skipped.append(entry.name)
-            continue
-        if submit:
-            services.submit_for_review(rule.versions.get(number=1), actor)
-        result.rules_created.append(entry.name)
+    # Labelers first: the rules submitted below then find the atoms they produce.
     existing_atoms = set(Labeler.objects.filter(workspace=workspace,
                                                 atom__in=[lab.atom for lab in labelers])
                          .values_list("atom", flat=True))
@@ -99,5 +91,26 @@ def install_library(workspace: Workspace, actor, domain: str, submit: bool = Fal
             result.labelers_skipped.append(labeler.atom)
             continue
         result.labelers_created.append(labeler.atom)
+    existing_rules = set(Rule.objects.filter(workspace=workspace,
+                                             name__in=[e.name for e in entries])
+                         .values_list("name", flat=True))
+    for entry in entries:
+        if entry.name in existing_rules:
+            result.rules_skipped.append(entry.name)
+            continue
+        try:
+            rule = services.create_rule(workspace, actor, entry.name, entry.formula,
+                                        _description(entry), english=entry.english)
+        except Conflict:  # created meanwhile by someone else: theirs stands
+            result.rules_skipped.append(entry.name)
+            continue
+        result.rules_created.append(entry.name)
+        if submit:
+            try:
+                services.submit_for_review(rule.versions.get(number=1), actor)
+            except ServiceError as exc:
+                if exc.field != "acknowledgement":
+                    raise
+                result.rules_with_warnings.append(entry.name)
     record(workspace, actor, "rule_library.installed", None, **result.as_dict())
     return result

@@ -62,6 +62,11 @@ class RuleVersion(models.Model):
                                        on_delete=models.PROTECT, related_name="+")
     reviewed_at = models.DateTimeField(null=True, blank=True)
     review_comment = models.TextField(blank=True)
+    # The warnings the formula had when it was submitted (studio.rules.vocabulary: atoms nothing
+    # produces, unknown paths, mismatched comparisons, vacuity...) and the author's answer to
+    # them, without which a version with warnings is not submitted; the reviewer reads both first.
+    submitted_warnings = models.JSONField(default=list, blank=True)
+    acknowledgement = models.TextField(blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["rule", "number"],

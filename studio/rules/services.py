@@ -29,9 +29,11 @@ from studio.workspaces.models import Membership, Role, Workspace
 from studio.workspaces.services import record
 
 from .models import Labeler, Rule, RuleSet, RuleVersion, VersionStatus
+from .vocabulary import formula_warnings, vocabulary_for, warnings_summary
 
 NAME_MAX = 100
 ATOM_MAX = 200
+ACKNOWLEDGEMENT_MAX = 2000
 
 
 # ---------------------------------------------------------------------------------------------
@@ -262,18 +264,40 @@ def update_draft(version: RuleVersion, actor, formula: str | None = None,
 
 
 @transaction.atomic
-def submit_for_review(version: RuleVersion, actor) -> RuleVersion:
-    """draft -> in review.  The formula must parse and compile; it is frozen from now on."""
+def submit_for_review(version: RuleVersion, actor, acknowledgement: str = "") -> RuleVersion:
+    """draft -> in review.  The formula must parse and compile; it is frozen from now on.
+
+    A formula with warnings (``studio.rules.vocabulary.formula_warnings``: atoms nothing in the
+    workspace produces, paths no event has, mismatched comparisons, vacuity...) is submitted
+    only with an ``acknowledgement`` the author wrote ("a labeler for `x` will be added"); both
+    are recorded with the version for its reviewer.  Without one: 400 naming the warnings."""
     version = _locked_version(version)
     if version.status != VersionStatus.DRAFT:
         raise Conflict(f"{_version_label(version)} is {version.get_status_display().lower()}; "
                        "only drafts are submitted for review", field="status")
-    compile_formula(version.formula, version.rule.name)
+    formula = compile_formula(version.formula, version.rule.name)
+    warnings = formula_warnings(formula, vocabulary_for(version.rule.workspace))
+    acknowledgement = (acknowledgement or "").strip()
+    if warnings and not acknowledgement:
+        raise ServiceError(
+            f"{_version_label(version)} has {len(warnings)} warning"
+            f"{'' if len(warnings) == 1 else 's'} ({warnings_summary(warnings)}): say in "
+            "the acknowledgement why it should be reviewed as it is, e.g. \"a labeler for "
+            "`x` will be added\"", field="acknowledgement", status=400,
+            details={"warnings": warnings})
+    if len(acknowledgement) > ACKNOWLEDGEMENT_MAX:
+        raise ServiceError(f"an acknowledgement has at most {ACKNOWLEDGEMENT_MAX} characters",
+                           field="acknowledgement", status=422)
     version.status = VersionStatus.IN_REVIEW
     version.submitted_at = timezone.now()
-    version.save(update_fields=["status", "submitted_at"])
+    version.submitted_warnings = warnings
+    version.acknowledgement = acknowledgement if warnings else ""
+    version.save(update_fields=["status", "submitted_at", "submitted_warnings",
+                                "acknowledgement"])
     record(version.rule.workspace, actor, "rule_version.submitted", version,
-           rule=version.rule.name, number=version.number)
+           rule=version.rule.name, number=version.number,
+           warnings=[w["code"] + " " + w["subject"] for w in warnings],
+           acknowledgement=version.acknowledgement)
     return version
 
 

@@ -25,6 +25,7 @@ from studio.workspaces.models import Role
 from . import authoring, services
 from .models import Rule, RuleVersion, VersionStatus
 from .monitoring import labeling_for
+from .vocabulary import formula_warnings, reads_table, vocabulary_for
 
 
 def describe_formula(workspace, text: str) -> dict:
@@ -44,15 +45,11 @@ def describe_formula(workspace, text: str) -> dict:
     except RuleError as exc:
         return {"error": str(exc), "line": 1, "column": 1, "before": "", "at": "",
                 "after": text, "expected": ()}
-    labeling = labeling_for(workspace)
-    atoms = []
-    for leaf in sorted(formula.atoms, key=lambda a: a if isinstance(a, str) else a.text):
-        if isinstance(leaf, str):
-            atoms.append({"atom": leaf, "kind": "atom", "produced": labeling.produces(leaf)})
-        elif leaf.op == "cmp":
-            atoms.append({"atom": leaf.text, "kind": "data", "produced": True})
-    return {"pretty": formula.text, "atoms": atoms,
-            "unlabelled": [a["atom"] for a in atoms if not a["produced"]]}
+    known = vocabulary_for(workspace)
+    reads = reads_table(formula, known)
+    return {"pretty": formula.text, "atoms": reads["atoms"], "paths": reads["paths"],
+            "warnings": formula_warnings(formula, known),
+            "unlabelled": [a["atom"] for a in reads["atoms"] if not a["produced"]]}
 
 
 def counting_choices(formula_text: str, chosen: str) -> tuple[dict, list[dict]]:
@@ -204,7 +201,9 @@ def rule_detail(request: HttpRequest, slug: str, rule_id: int):
     me = request.user
     counting, choices = counting_choices(selected.formula,
                                          request.POST.get("counting") or selected.counting)
-    return render(request, "rules/detail.html", {
+    # A refused submission answers 400, as the API does (the page shows why).
+    status = 400 if "acknowledgement" in errors else 200
+    return render(request, "rules/detail.html", status=status, context={
         "counting": counting, "counting_choices": choices,
         "workspace": workspace, "roles": roles, "rule": rule, "versions": versions,
         "selected": selected, "previous": previous, "errors": errors,
@@ -216,6 +215,7 @@ def rule_detail(request: HttpRequest, slug: str, rule_id: int):
         "own_version_in_review": (selected.status == VersionStatus.IN_REVIEW
                                   and selected.author_id == me.id),
         "is_author_role": Role.AUTHOR in roles,
+        "acknowledgement": request.POST.get("acknowledgement", ""),
     })
 
 
@@ -237,7 +237,8 @@ def _act(request, workspace, rule, version: RuleVersion, errors: dict):
             services.update_draft(version, who, formula=request.POST.get("formula",
                                                                           version.formula),
                                   counting=request.POST.get("counting") or None)
-            services.submit_for_review(version, who)
+            services.submit_for_review(version, who,
+                                       request.POST.get("acknowledgement", ""))
             messages.success(request, f"Version {version.number} submitted for review.")
         elif action == "new_version":
             created = services.new_version(rule, who,

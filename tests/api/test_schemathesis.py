@@ -32,7 +32,7 @@ def seed(world) -> dict[str, int]:
     acme, alice, rob = world.acme, world.alice, world.rob
     rule = rules.create_rule(acme, alice, "ship after payment",
                              "G (tool_call:ship -> O tool_call:pay)")
-    rules.approve(rules.submit_for_review(rule.versions.get(), alice), rob)
+    rules.approve(rules.submit_for_review(rule.versions.get(), alice, "warnings known"), rob)
     rules.new_version(rule, alice, "G !tool_call:ship")
     rule_set = rules.create_rule_set(acme, alice, "production", rule_ids=[rule.id], live=True)
     labeler = rules.create_labeler(acme, alice, "big_payment", "field",

@@ -9,6 +9,8 @@ from studio.workspaces.models import AuditLogEntry
 pytestmark = pytest.mark.django_db
 
 SHIP = "G (tool_call:ship -> O payment_confirmed)"
+# Nothing in these workspaces produces tool_call:ship: submitting needs an acknowledgement.
+ACKNOWLEDGED = {"acknowledgement": "the shipping logs are uploaded later"}
 
 
 def create_rule(api, name="ship after payment", formula=SHIP, slug="acme"):
@@ -27,7 +29,7 @@ def test_the_review_cycle_over_http(world):
 
     edited = alice.patch(f"{base}/1", {"english": "Ship only after payment is confirmed."})
     assert edited.status_code == 200 and edited.json()["english"].startswith("Ship only")
-    assert alice.post(f"{base}/1/submit").json()["status"] == "in_review"
+    assert alice.post(f"{base}/1/submit", ACKNOWLEDGED).json()["status"] == "in_review"
     assert alice.patch(f"{base}/1", {"formula": "G p"}).status_code == 409
 
     approved = rob.post(f"{base}/1/approve", {"comment": "ok"})
@@ -62,7 +64,7 @@ def test_reviewing_your_own_version_is_a_clear_403(world):
     ann = world.as_("ann")  # author and reviewer
     rule = create_rule(ann)
     base = f"w/acme/rules/{rule['id']}/versions/1"
-    ann.post(f"{base}/submit")
+    ann.post(f"{base}/submit", ACKNOWLEDGED)
 
     response = ann.post(f"{base}/approve", {})
     assert response.status_code == 403
@@ -82,7 +84,7 @@ def test_reviewing_your_own_version_is_a_clear_403(world):
 ])
 def test_writes_need_their_role(world, who, method, path, body):
     rule = create_rule(world.as_("ann"))
-    world.as_("ann").post(f"w/acme/rules/{rule['id']}/versions/1/submit")
+    world.as_("ann").post(f"w/acme/rules/{rule['id']}/versions/1/submit", ACKNOWLEDGED)
 
     response = getattr(world.as_(who), method)(path.format(rule=rule["id"]), body)
 
@@ -168,9 +170,13 @@ def test_the_formula_checker_says_what_produces_each_atom(world):
     assert body["atoms"] == [
         {"atom": "mystery", "produced": False, "source": None},
         {"atom": "payment_confirmed", "produced": True, "source": "labeler"},
-        {"atom": "tool_call:ship", "produced": True, "source": "builtin"},
+        {"atom": "tool_call:ship", "produced": False, "source": None},
     ]
     assert body["comparisons"] == ["output.args.amount <= 100"]
+    # No event of the workspace has called ship or had an amount: nothing produces them yet.
+    assert {(w["code"], w["subject"]) for w in body["warnings"]} >= {
+        ("unknown_atom", "tool_call:ship"), ("unknown_atom", "mystery"),
+        ("unknown_path", "output.args.amount")}
     assert body["instance_level"] is True
     assert AuditLogEntry.objects.count() == before  # stores nothing
 

@@ -15,10 +15,25 @@ from studio.api.core import ServiceError
 from studio.logic import library
 from studio.rules import services
 from studio.rules.library import install_library
+from studio.logic.parser import parse
+from studio.logic.vocabulary import rule_reads
 from studio.rules.models import Labeler, Rule, RuleVersion, VersionStatus
+from studio.traces import vocabulary
 from studio.workspaces.models import AuditLogEntry
 
 pytestmark = pytest.mark.django_db
+
+
+def logs_show(workspace, domain: str) -> None:
+    """The workspace's vocabulary as if its logs showed every atom and path the domain's rules
+    read (each path holding the kind of value it is compared with), so that submitting them
+    needs no acknowledgement."""
+    found = set()
+    for entry in library.rules_for(domain):
+        reads = rule_reads(parse(entry.formula))
+        found.update(("label", atom, "") for atom in reads.atoms)
+        found.update(("path", p.path, p.compared_with) for p in reads.paths)
+    vocabulary.record(workspace, found)
 
 
 def statuses(workspace) -> set[str]:
@@ -69,6 +84,7 @@ def test_installing_again_adds_nothing_and_keeps_what_the_workspace_has(world):
 
 def test_it_never_approves_not_even_for_a_reviewer(world):
     # ann holds every role; submitting leaves the versions in review for someone else.
+    logs_show(world.acme, "scienceworld")
     result = install_library(world.acme, world.ann, "scienceworld", submit=True)
     assert len(result.rules_created) == 9 and result.labelers_created == []
     assert statuses(world.acme) == {VersionStatus.IN_REVIEW}
@@ -113,6 +129,7 @@ def test_the_command_installs_then_reports_everything_already_there(world):
 
 
 def test_the_command_can_submit_for_review(world):
+    logs_show(world.acme, "ipc_trucks")
     run_command("ipc_trucks", "--workspace", "acme", "--as", "alice", "--submit")
     assert statuses(world.acme) == {VersionStatus.IN_REVIEW}
     assert Rule.objects.filter(workspace=world.acme).count() == 37
@@ -173,6 +190,7 @@ def test_the_form_installs_rules_and_says_what_it_added(world):
 
 
 def test_the_form_can_submit_for_review(world):
+    logs_show(world.acme, "scienceworld")
     client_for(world.alice).post("/w/acme/rules/library", {"domain": "scienceworld",
                                                            "submit": "1"})
     assert statuses(world.acme) == {VersionStatus.IN_REVIEW}
@@ -189,3 +207,14 @@ def test_the_form_refuses_non_authors_outsiders_and_unknown_domains(world):
     assert "Choose a domain of the library (IPC-Trucks, TextWorld, ScienceWorld)." in (
         response.content.decode())
     assert not Rule.objects.exists()
+
+
+def test_rules_with_warnings_are_left_as_drafts_and_named(world):
+    # Nothing in a new workspace's logs shows the library's atoms: each rule has warnings,
+    # which only its author can acknowledge, on its page.
+    result = install_library(world.acme, world.ann, "scienceworld", submit=True)
+
+    assert sorted(result.rules_with_warnings) == sorted(result.rules_created)
+    assert statuses(world.acme) == {VersionStatus.DRAFT}
+    assert "9 rules left as drafts" in result.summary()
+    assert "warnings to acknowledge" in result.summary()

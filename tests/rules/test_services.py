@@ -21,7 +21,7 @@ def actions(workspace):
 
 def in_review(world, formula=SHIP, name="ship after payment"):
     rule = services.create_rule(world.acme, world.alice, name, formula)
-    return services.submit_for_review(rule.versions.get(), world.alice)
+    return services.submit_for_review(rule.versions.get(), world.alice, "warnings known")
 
 
 # --- rules and drafts -------------------------------------------------------------------------
@@ -85,7 +85,7 @@ def test_a_new_version_copies_the_latest_formula_and_waits_while_a_draft_is_open
         services.new_version(rule, world.ann, "G q")
 
     services.update_draft(second, world.ann, formula="G !tool_call:ship")
-    services.submit_for_review(second, world.ann)
+    services.submit_for_review(second, world.ann, "warnings known")
     third = services.new_version(rule, world.alice, "F done")
     assert (third.number, third.formula) == (3, "F done")
 
@@ -96,7 +96,7 @@ def test_only_drafts_are_edited_or_submitted(world):
     with pytest.raises(Conflict, match="only drafts are edited"):
         services.update_draft(version, world.alice, formula="G p")
     with pytest.raises(Conflict, match="only drafts are submitted"):
-        services.submit_for_review(version, world.alice)
+        services.submit_for_review(version, world.alice, "warnings known")
     version.refresh_from_db()
     assert (version.formula, version.status) == (SHIP, VersionStatus.IN_REVIEW)
 
@@ -145,7 +145,7 @@ def test_a_reviewer_approves_and_the_log_keeps_who_which_and_when_in_utc(world):
 
 def test_nobody_reviews_their_own_version(world):
     rule = services.create_rule(world.acme, world.ann, "mine", "G p")  # ann is also a reviewer
-    version = services.submit_for_review(rule.versions.get(), world.ann)
+    version = services.submit_for_review(rule.versions.get(), world.ann, "warnings known")
 
     with pytest.raises(PermissionDenied, match="you wrote version 1 of rule 'mine'"):
         services.approve(version, world.ann)
@@ -158,7 +158,7 @@ def test_nobody_reviews_their_own_version(world):
 def test_not_through_a_token_either(world):
     # ann wrote the version; a token she made acts for her.
     rule = services.create_rule(world.acme, world.ann, "mine", "G p")
-    version = services.submit_for_review(rule.versions.get(), world.ann)
+    version = services.submit_for_review(rule.versions.get(), world.ann, "warnings known")
     world.token(world.acme, roles=["reviewer"], by="ann", name="ann's bot")
     token = ApiToken.objects.get(name="ann's bot")
 
@@ -170,7 +170,7 @@ def test_a_version_written_by_a_token_is_not_approved_by_the_same_token(world):
     world.token(world.acme, name="ci")  # made by nobody: all roles, no person behind it
     token = ApiToken.objects.get(name="ci")
     rule = services.create_rule(world.acme, Actor(token=token), "from ci", "G p")
-    version = services.submit_for_review(rule.versions.get(), Actor(token=token))
+    version = services.submit_for_review(rule.versions.get(), Actor(token=token), "warnings known")
     assert (version.author, version.author_token) == (None, token)
 
     with pytest.raises(PermissionDenied):
@@ -192,7 +192,7 @@ def test_only_versions_in_review_are_approved_or_rejected(world):
 
     with pytest.raises(Conflict, match="only versions in review"):
         services.approve(draft, world.rob)
-    services.submit_for_review(draft, world.alice)
+    services.submit_for_review(draft, world.alice, "warnings known")
     services.approve(draft, world.rob)
     with pytest.raises(Conflict, match="is approved"):
         services.reject(draft, world.rita, "too late")
@@ -235,7 +235,8 @@ def test_rule_sets_are_renamed_filled_and_marked_live(world):
     version = in_review(world)
     services.approve(version, world.rob)
     other = services.create_rule(world.acme, world.alice, "other", "G q")
-    services.approve(services.submit_for_review(other.versions.get(), world.alice), world.rob)
+    services.approve(services.submit_for_review(other.versions.get(), world.alice,
+                                                "warnings known"), world.rob)
     rule_set = services.create_rule_set(world.acme, world.alice, "live set")
     services.create_rule_set(world.acme, world.alice, "taken")
 

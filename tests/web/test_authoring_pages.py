@@ -61,7 +61,7 @@ def test_review_aids_of_a_version_and_its_change_from_the_one_before(team):
     rule = services.create_rule(team["ws"], team["author"], "look", "G(take -> F examine)")
     version = rule.versions.get()
     services.update_draft(version, team["author"], formula="G(take -> F examine)")
-    services.submit_for_review(version, team["author"])
+    services.submit_for_review(version, team["author"], "warnings known")
     services.reject(version, _reviewer(team), "examine right away")
     second = services.new_version(rule, team["author"], formula="G(take -> X examine)")
 

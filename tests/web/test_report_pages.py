@@ -81,7 +81,7 @@ def team(db):
             ("no_delete", "G !delete", "Never delete anything."),
             ("logs_out", "F logout", "The session ends with a logout.")]:
         rule = rules.create_rule(team.workspace, team.author, name, formula, english=english)
-        version = rules.submit_for_review(rule.versions.get(), team.author)
+        version = rules.submit_for_review(rule.versions.get(), team.author, "warnings known")
         rules.approve(version, team.reviewer, f"checked {name} against the policy")
     add_sessions(team, SESSIONS)
     return team

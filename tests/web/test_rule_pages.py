@@ -37,8 +37,9 @@ def test_live_check_marks_the_error_position(team):
                              {"formula": "G(tool_call:pay -> F approved) & G(data.amount < 5)"})
     page = ok.content.decode()
     assert "Reads as" in page and "tool_call:pay" in page
-    assert "no labeler" in page  # `approved` is neither built in nor produced by a labeler
-    assert "read from the event" in page
+    # Nothing in the workspace produces `approved` or calls pay, and no event has data.amount.
+    assert "Nothing in this workspace produces `approved`: no labeler" in page
+    assert "Event fields the rule compares" in page and "no event has it" in page
 
 
 def test_author_writes_and_submits_and_another_person_approves(team):
@@ -51,7 +52,8 @@ def test_author_writes_and_submits_and_another_person_approves(team):
     bad = team["author"].post(url, {"action": "save", "formula": "!ship W"})
     assert "line 1, column 8" in bad.content.decode()
     assert RuleVersion.objects.get(rule=rule).formula == "!ship W paid"
-    team["author"].post(url, {"action": "submit", "formula": "!ship W (paid | prepaid)"})
+    team["author"].post(url, {"action": "submit", "formula": "!ship W (paid | prepaid)",
+                              "acknowledgement": "labelers for these come next"})
     version = RuleVersion.objects.get(rule=rule)
     assert version.status == "in_review" and version.formula == "!ship W (paid | prepaid)"
     # The author cannot review (no reviewer role), the reviewer sees the review form.
@@ -75,7 +77,8 @@ def test_rejecting_needs_a_reason(team):
     team["author"].post("/w/payments/rules/", {"name": "r", "formula": "G !drop"})
     rule = Rule.objects.get(name="r")
     url = f"/w/payments/rules/{rule.id}/"
-    team["author"].post(url, {"action": "submit", "formula": "G !drop"})
+    team["author"].post(url, {"action": "submit", "formula": "G !drop",
+                              "acknowledgement": "a drop labeler comes next"})
     page = team["reviewer"].post(url, {"action": "reject", "comment": ""}).content.decode()
     assert "say why" in page
     assert RuleVersion.objects.get(rule=rule).status == "in_review"

@@ -130,7 +130,7 @@ def test_a_bearer_token_needs_no_csrf_token(world):
 
 def approved_version(world):
     rule = rules.create_rule(world.acme, world.alice, "r", "G p")
-    version = rules.submit_for_review(rule.versions.get(), world.alice)
+    version = rules.submit_for_review(rule.versions.get(), world.alice, "warnings known")
     return rules.approve(version, world.rob, "fine")
 
 

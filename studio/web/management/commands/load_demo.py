@@ -23,11 +23,14 @@ from studio.rules import services as rules
 from studio.rules.models import CausalGuard, RuleSet
 from studio.traces.models import Upload
 from studio.traces.services import create_upload, parse_upload
+from studio.traces.vocabulary import rebuild as rebuild_vocabulary
 from studio.workspaces.models import Role, Workspace
 from studio.workspaces.services import add_member, create_user, create_workspace
 
 DEMO = Path(__file__).resolve().parents[2] / "demo"
 LIVE_SESSIONS = 3  # hijacked AgentDojo sessions replayed as live ones
+# Recorded only with a demo rule that has warnings (none should: the logs are loaded first).
+DEMO_ACKNOWLEDGEMENT = "Demo rule, written for the demo's logs."
 PASSWORD = "demo-password"  # printed by the command; a development convenience only
 GROUND_TRUTH = "textworld_groundtruth.jsonl"
 
@@ -74,27 +77,39 @@ class Command(BaseCommand):
                 self._ground_truth(existing,
                                    get_user_model().objects.filter(username="ann").first())
             self._merge_guards(existing, get_user_model().objects.filter(username="ann").first())
+            ann = get_user_model().objects.filter(username="ann").first()
+            if ann is not None:  # a demo loaded before the admin role existed
+                add_member(existing, ann, Role.ADMIN, by=ann)
+            # A demo loaded before workspaces kept their vocabulary gets it from its events.
+            self.stdout.write(f"vocabulary: {rebuild_vocabulary(existing)} entries")
             return
         with transaction.atomic():
             ann = create_user("ann", PASSWORD)
             rob = create_user("rob", PASSWORD)
             workspace = create_workspace("Demo", owner=ann, slug="demo",
-                                         roles=(Role.AUTHOR, Role.AUDITOR))
+                                         roles=(Role.AUTHOR, Role.AUDITOR, Role.ADMIN))
             add_member(workspace, rob, Role.REVIEWER, by=ann)
             add_member(workspace, rob, Role.AUDITOR, by=ann)
             for atom, pattern, description in TEXTWORLD_LABELERS:
                 rules.create_labeler(workspace, ann, atom, "regex",
                                      {"path": "output", "pattern": pattern}, description)
+        # The logs first: the rules are then written against the tools and fields they show
+        # (the workspace's vocabulary), as an author would.
+        uploads = {}
+        for name in ("textworld.jsonl", "agentdojo_groundtruth.jsonl",
+                     "agentdojo_hijacked.jsonl"):
+            with open(DEMO / name, "rb") as handle:
+                upload, _ = create_upload(workspace, handle, "jsonl", by=ann, filename=name)
+            parse_upload(upload.pk)  # in-process: the demo must not wait for a worker
+            uploads[name] = Upload.objects.get(pk=upload.pk)
+        with transaction.atomic():
             textworld = self._rules(workspace, ann, rob, "TextWorld (paper 000)", TEXTWORLD_RULES)
             agentdojo = self._rules(workspace, ann, rob, "AgentDojo tool calls", AGENTDOJO_RULES)
             self._merge_guards(workspace, ann)
         for name, rule_set in [("textworld.jsonl", textworld),
                                ("agentdojo_groundtruth.jsonl", agentdojo),
                                ("agentdojo_hijacked.jsonl", agentdojo)]:
-            with open(DEMO / name, "rb") as handle:
-                upload, _ = create_upload(workspace, handle, "jsonl", by=ann, filename=name)
-            parse_upload(upload.pk)  # in-process: the demo must not wait for a worker
-            upload = Upload.objects.get(pk=upload.pk)
+            upload = uploads[name]
             run = start_audit(workspace, rule_set, upload, by=ann)
             self.stdout.write(f"{name}: {upload.events_stored} events, audit {run.pk} started")
         self._ground_truth(workspace, ann)
@@ -107,8 +122,9 @@ class Command(BaseCommand):
         parse_upload(upload.pk)
         self.stdout.write(f"msc_merge.jsonl: {Upload.objects.get(pk=upload.pk).events_stored} "
                           "events (Sessions > msc-merge-demo > Message sequence chart)")
+        self.stdout.write(f"vocabulary: {rebuild_vocabulary(workspace)} entries")
         self.stdout.write(self.style.SUCCESS(
-            f"Demo loaded. Sign in as ann (author, auditor) or rob (reviewer, auditor), "
+            f"Demo loaded. Sign in as ann (author, auditor, admin) or rob (reviewer, auditor), "
             f"password {PASSWORD!r}."))
 
     def _merge_guards(self, workspace, by) -> None:
@@ -160,7 +176,7 @@ class Command(BaseCommand):
         for name, formula, english in specs:
             rule = rules.create_rule(workspace, author, name, formula, english)
             version = rule.versions.get(number=1)
-            rules.submit_for_review(version, author)
+            rules.submit_for_review(version, author, DEMO_ACKNOWLEDGEMENT)
             rules.approve(version, reviewer, "demo")
             created.append(rule.id)
         rule_set = rules.create_rule_set(workspace, author, set_name)
