@@ -219,6 +219,15 @@ CELERY_BEAT_SCHEDULE_FILENAME = env_str("CELERY_BEAT_SCHEDULE_FILENAME",
 # within this; 0 looks every token up on every request).
 TOKEN_CACHE_SECONDS = env_number("TOKEN_CACHE_SECONDS", 5.0, float)
 
+# Sign-in throttling (studio.web.signin), counted in Django's cache: after this many failed
+# sign-ins for one username, or from one address, within the lockout period, every sign-in for
+# that username or from that address is refused (even with the right password) until the
+# period has passed.  With the default local-memory cache each server process counts alone; set
+# CACHE_URL so that all of them count together.
+SIGN_IN_MAX_FAILURES = env_number("SIGN_IN_MAX_FAILURES", 5, minimum=1)
+SIGN_IN_MAX_FAILURES_PER_ADDRESS = env_number("SIGN_IN_MAX_FAILURES_PER_ADDRESS", 20, minimum=1)
+SIGN_IN_LOCKOUT_SECONDS = env_number("SIGN_IN_LOCKOUT_SECONDS", 15 * 60, minimum=1)
+
 # How long a server process reuses a workspace's live rules and labelers before reading them
 # again (changes made through this process apply at once; 0 reads them on every delivery).
 LIVE_CONTEXT_SECONDS = env_number("LIVE_CONTEXT_SECONDS", 2.0, float)

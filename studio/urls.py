@@ -3,6 +3,10 @@ from django.urls import include, path
 
 from studio.api.urls import api
 from studio.views import healthz
+from studio.web.signin import AdminSignInForm
+
+# The admin site's sign-in is throttled like the studio's own (studio.web.signin).
+admin.site.login_form = AdminSignInForm
 
 urlpatterns = [
     path("admin/", admin.site.urls),

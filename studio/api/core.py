@@ -74,7 +74,8 @@ class Actor:
     def roles_in(self, workspace: Workspace) -> set[str] | None:
         """The actor's roles in the workspace, or None when it is not a member at all."""
         if self.token is not None:
-            return set(self.token.roles) if self.token.workspace_id == workspace.id else None
+            return set(acting_roles(self.token)) if self.token.workspace_id == workspace.id \
+                else None
         if workspace.id not in self.roles_by_workspace:
             roles = set(Membership.objects.filter(workspace=workspace, user=self.user)
                         .values_list("role", flat=True))
@@ -83,12 +84,23 @@ class Actor:
         return roles if roles else None
 
 
+def acting_roles(token: ApiToken) -> frozenset[str]:
+    """The roles a token acts with: its roles that its creator holds now (``find_token``
+    reads them with the token, so they are as fresh as the token cache)."""
+    roles = getattr(token, "acting_roles", None)
+    if roles is None:
+        roles = token.acting_roles = token.current_roles()
+    return roles
+
+
 _PREFIX = re.compile(f"[0-9a-f]{{{TOKEN_PREFIX_LENGTH}}}")
 
 
 # Verified tokens, by the hash of the presented secret, for settings.TOKEN_CACHE_SECONDS: the
-# lookup was a millisecond or two of ORM work on every webhook delivery.  Revoking a token clears
-# this process's entries at once; other server processes stop accepting it within the TTL.
+# lookup was a millisecond or two of ORM work on every webhook delivery.  Each entry keeps the
+# roles the token acts with (its creator's current roles among its own), read with it.  Revoking
+# a token or changing a membership clears this process's entries at once; other server
+# processes honour the change within the TTL.
 _TOKEN_CACHE: OrderedDict[str, tuple[float, ApiToken]] = OrderedDict()
 _TOKEN_CACHE_LOCK = threading.Lock()
 _TOKEN_CACHE_MAX = 1000
@@ -115,6 +127,7 @@ def find_token(raw: str) -> ApiToken | None:
                  .filter(prefix=parts[1], revoked_at__isnull=True).first())
         if token is None or not hmac.compare_digest(token.digest, digest):
             return None
+        token.acting_roles = token.current_roles()
         if ttl > 0:
             with _TOKEN_CACHE_LOCK:
                 _TOKEN_CACHE[digest] = (time.monotonic() + ttl, token)
@@ -176,9 +189,23 @@ def workspace_for(request: HttpRequest, slug: str, role: str | None = None) -> W
     roles = actor.roles_in(workspace)
     if roles is None:
         raise Http404("no such workspace")
+    if not roles:
+        raise PermissionDenied(no_roles_message(actor.token))
     if role is not None and role not in roles:
         raise PermissionDenied(f"this needs the {role} role in workspace {slug!r}")
     return workspace
+
+
+def no_roles_message(token: ApiToken | None) -> str:
+    name = f"token {token.name!r}" if token is not None else "this caller"
+    return (f"{name} acts with no roles: a token acts only with the roles its creator still "
+            "holds in the workspace; create a new one with roles you hold")
+
+
+def require_admin(request: HttpRequest, slug: str) -> Workspace:
+    """``workspace_for`` for the routes that manage people, others' tokens and webhook
+    secrets: admins only (403 to other members, 404 to outsiders)."""
+    return workspace_for(request, slug, role="admin")
 
 
 # Text that reaches the database: Postgres refuses NUL characters in text and JSON, so input

@@ -25,7 +25,7 @@ from django.core.exceptions import RequestDataTooBig
 from django.db import InterfaceError, OperationalError, connection
 from django.http import HttpRequest
 
-from studio.api.core import Actor, find_token
+from studio.api.core import Actor, acting_roles, find_token, no_roles_message
 from studio.workspaces.models import WebhookSecret, Workspace
 
 DECOMPRESS_CHUNK = 64 * 1024
@@ -229,7 +229,14 @@ def authenticate(request: HttpRequest, raw: bytes, slug: str
                            "Standard Webhooks signature")
     if token.workspace.slug != slug:
         raise Refused(404, "not found")
+    require_roles(token)
     return token.workspace, Actor(token=token), None
+
+
+def require_roles(token) -> None:
+    """A token acting with no roles (its creator holds none of them now) posts nothing."""
+    if not acting_roles(token):
+        raise Refused(403, no_roles_message(token))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -69,8 +69,6 @@ def live(request: HttpRequest, slug: str):
         "events_url": request.build_absolute_uri(events_path),
         "check_url": request.build_absolute_uri(events_path.removesuffix("events") + "check"),
         "otlp_url": request.build_absolute_uri(reverse("otlp-traces")),
-        "tokens_url": request.build_absolute_uri(reverse("api:create_token",
-                                                         kwargs={"slug": slug})),
     })
     return render(request, "live/page.html", context)
 

@@ -54,6 +54,7 @@ def _export(request: HttpRequest) -> JsonResponse:
     token = intake.bearer_token(request)
     if token is None:
         raise intake.Refused(401, "authentication required: Authorization: Bearer <token>")
+    intake.require_roles(token)
     actor = Actor(token=token)
     workspace = token.workspace
     intake.check_rate(workspace, actor)

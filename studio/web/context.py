@@ -1,5 +1,7 @@
-"""Template context every page gets: the signed-in person's workspaces and roles."""
+"""Template context every page gets: the signed-in person's workspaces and roles, and in the
+current workspace how many rule versions wait for their review or came back rejected."""
 
+from studio.rules.queue import rejected_for, waiting_for_review
 from studio.workspaces.models import Membership
 
 
@@ -18,4 +20,9 @@ def workspaces(request):
     for entry in roles.values():
         if entry["workspace"].slug == slug:
             current = entry
+    if current is not None:
+        # The review queue's counts for the navigation: two COUNT queries per page.
+        current["waiting"] = waiting_for_review(current["workspace"], user,
+                                                current["roles"]).count()
+        current["rejected"] = rejected_for(current["workspace"], user, current["roles"]).count()
     return {"my_workspaces": list(roles.values()), "current_workspace": current}

@@ -2,10 +2,11 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from . import views
+from .signin import SignInView
 
 urlpatterns = [
     path("", views.home, name="home"),
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/login/", SignInView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("w/<slug:slug>/", views.workspace, name="workspace"),
     path("", include("studio.rules.urls")),
@@ -13,4 +14,5 @@ urlpatterns = [
     path("", include("studio.traces.session_urls")),
     path("", include("studio.audits.urls")),
     path("", include("studio.live.page_urls")),
+    path("", include("studio.workspaces.urls")),
 ]

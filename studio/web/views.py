@@ -5,7 +5,10 @@ from django.http import Http404, HttpRequest
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_safe
 
+from studio.rules.queue import rejected_for, waiting_for_review
 from studio.workspaces.models import Membership, Workspace
+
+QUEUE_SHOWN = 50  # the navigation gives the full counts
 
 
 @require_safe
@@ -15,7 +18,17 @@ def home(request: HttpRequest):
                  .values_list("workspace__slug", flat=True).distinct())
     if len(slugs) == 1:
         return redirect("workspace", slug=slugs[0])
-    return render(request, "web/home.html")
+    roles: dict[int, set[str]] = {}
+    workspaces = {}
+    for m in Membership.objects.filter(user=request.user).select_related("workspace"):
+        roles.setdefault(m.workspace_id, set()).add(m.role)
+        workspaces[m.workspace_id] = m.workspace
+    entries = [{"workspace": workspaces[wid], "roles": sorted(held),
+                "waiting": waiting_for_review(workspaces[wid], request.user, held).count(),
+                "rejected": rejected_for(workspaces[wid], request.user, held).count()}
+               for wid, held in roles.items()]
+    entries.sort(key=lambda entry: entry["workspace"].name)
+    return render(request, "web/home.html", {"entries": entries})
 
 
 @require_safe
@@ -26,4 +39,8 @@ def workspace(request: HttpRequest, slug: str):
         raise Http404("no such workspace")
     roles = sorted(set(Membership.objects.filter(workspace=found, user=request.user)
                        .values_list("role", flat=True)))
-    return render(request, "web/workspace.html", {"workspace": found, "roles": roles})
+    return render(request, "web/workspace.html", {
+        "workspace": found, "roles": roles,
+        "waiting": list(waiting_for_review(found, request.user, roles)[:QUEUE_SHOWN]),
+        "rejected": list(rejected_for(found, request.user, roles)[:QUEUE_SHOWN]),
+    })

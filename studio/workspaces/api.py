@@ -2,10 +2,19 @@
 
 from datetime import datetime
 
+from django.http import Http404
 from django.shortcuts import get_object_or_404
 from ninja import Router, Schema, Status
 
-from studio.api.core import Id, PermissionDenied, actor_of, workspace_for
+from studio.api.core import (
+    Id,
+    PermissionDenied,
+    Text,
+    acting_roles,
+    actor_of,
+    require_admin,
+    workspace_for,
+)
 
 from . import services
 from .models import ApiToken, AuditLogEntry, Membership, WebhookSecret, Workspace
@@ -19,6 +28,22 @@ class WorkspaceOut(Schema):
     roles: list[str]
 
 
+class MemberOut(Schema):
+    username: str
+    name: str
+    roles: list[str]
+    since: datetime
+
+
+class MemberIn(Schema):
+    username: Text
+    roles: list[Text]
+
+
+class RolesIn(Schema):
+    roles: list[Text]
+
+
 class TokenIn(Schema):
     name: str
     roles: list[str]
@@ -29,6 +54,9 @@ class TokenOut(Schema):
     name: str
     prefix: str
     roles: list[str]
+    # The roles it acts with now: those of its roles its creator still holds.
+    acting_roles: list[str]
+    created_by: str | None
     created_at: datetime
     last_used_at: datetime | None
     revoked_at: datetime | None
@@ -63,8 +91,12 @@ class LogEntryOut(Schema):
 
 def _token_out(token: ApiToken) -> dict:
     return {"id": token.id, "name": token.name, "prefix": token.prefix, "roles": token.roles,
+            "acting_roles": sorted(token.current_roles()),
+            "created_by": token.created_by.get_username() if token.created_by else None,
             "created_at": token.created_at, "last_used_at": token.last_used_at,
             "revoked_at": token.revoked_at}
+
+
 
 
 @router.get("", response=list[WorkspaceOut], summary="Workspaces the caller belongs to")
@@ -72,7 +104,7 @@ def list_workspaces(request):
     actor = actor_of(request)
     if actor.token is not None:
         ws = actor.token.workspace
-        return [{"slug": ws.slug, "name": ws.name, "roles": actor.token.roles}]
+        return [{"slug": ws.slug, "name": ws.name, "roles": sorted(acting_roles(actor.token))}]
     roles: dict[int, list[str]] = {}
     for m in Membership.objects.filter(user=actor.user).order_by("role"):
         roles.setdefault(m.workspace_id, []).append(m.role)
@@ -85,10 +117,59 @@ def _people_only(request):
         raise PermissionDenied("tokens are managed by people, not by other tokens")
 
 
-@router.get("{slug}/tokens", response=list[TokenOut])
+def _member(workspace: Workspace, username: str):
+    """The member named ``username``, or 404."""
+    membership = (Membership.objects.select_related("user")
+                  .filter(workspace=workspace, user__username=username).first())
+    if membership is None:
+        raise Http404("no such member")
+    return membership.user
+
+
+@router.get("{slug}/members", response=list[MemberOut],
+            summary="The workspace's members and their roles (admins only)")
+def list_members(request, slug: str):
+    return services.members_of(require_admin(request, slug))
+
+
+@router.post("{slug}/members", response={201: MemberOut},
+             summary="Add an account to the workspace with roles (admins only)")
+def add_member(request, slug: str, body: MemberIn):
+    workspace = require_admin(request, slug)
+    user = services.add_person(workspace, body.username, body.roles, actor_of(request))
+    return Status(201, services.member(workspace, user))
+
+
+@router.put("{slug}/members/{username}", response=MemberOut,
+            summary="Replace a member's roles (admins only; the last admin stays admin: 409)")
+def change_member(request, slug: str, username: str, body: RolesIn):
+    workspace = require_admin(request, slug)
+    user = _member(workspace, username)
+    services.set_member_roles(workspace, user, body.roles, actor_of(request))
+    return services.member(workspace, user)
+
+
+@router.delete("{slug}/members/{username}", response={204: None},
+               summary="Remove a member (admins only; not the last admin: 409); their tokens "
+                       "act with nothing from then on")
+def remove_member(request, slug: str, username: str):
+    workspace = require_admin(request, slug)
+    user = _member(workspace, username)
+    services.remove_member(workspace, user, actor_of(request))
+    return Status(204, None)
+
+
+@router.get("{slug}/tokens", response=list[TokenOut],
+            summary="Tokens: an admin sees everyone's, anyone else their own")
 def list_tokens(request, slug: str):
     workspace = workspace_for(request, slug)
-    return [_token_out(t) for t in workspace.tokens.order_by("-created_at")]
+    tokens = workspace.tokens.select_related("created_by").order_by("-created_at")
+    actor = actor_of(request)
+    if "admin" not in actor.roles_in(workspace):
+        if actor.user is None:
+            raise PermissionDenied("only an admin's token lists the workspace's tokens")
+        tokens = tokens.filter(created_by=actor.user)
+    return [_token_out(t) for t in tokens]
 
 
 @router.post("{slug}/tokens", response={201: TokenCreated},
@@ -104,15 +185,15 @@ def create_token(request, slug: str, body: TokenIn):
 def revoke_token(request, slug: str, token_id: Id):
     workspace = workspace_for(request, slug)
     token = get_object_or_404(ApiToken, workspace=workspace, id=token_id)
-    _people_only(request)
+    _people_only(request)  # then 403 unless it is theirs or they are an admin (the service)
     services.revoke_token(token, actor_of(request))
     return Status(204, None)
 
 
 @router.post("{slug}/webhook-secrets", response={201: WebhookSecretOut},
-             summary="A Standard Webhooks signing secret for live ingestion")
+             summary="A Standard Webhooks signing secret for live ingestion (admins only)")
 def create_webhook_secret(request, slug: str):
-    workspace = workspace_for(request, slug)
+    workspace = require_admin(request, slug)
     _people_only(request)
     secret = services.create_webhook_secret(workspace, actor_of(request))
     return Status(201, {"id": secret.id, "secret": secret.secret,
@@ -122,7 +203,7 @@ def create_webhook_secret(request, slug: str):
 @router.get("{slug}/webhook-secrets", response=list[WebhookSecretListed],
             summary="The workspace's webhook secrets, newest first (not their values)")
 def list_webhook_secrets(request, slug: str):
-    workspace = workspace_for(request, slug)
+    workspace = require_admin(request, slug)
     return [{"id": s.id, "ending": s.secret[-4:], "created_at": s.created_at,
              "revoked_at": s.revoked_at}
             for s in workspace.webhook_secrets.order_by("-created_at", "-id")]
@@ -131,7 +212,7 @@ def list_webhook_secrets(request, slug: str):
 @router.delete("{slug}/webhook-secrets/{secret_id}", response={204: None},
                summary="Revoke a webhook secret (the end of a rotation)")
 def revoke_webhook_secret(request, slug: str, secret_id: Id):
-    workspace = workspace_for(request, slug)
+    workspace = require_admin(request, slug)
     secret = get_object_or_404(WebhookSecret, workspace=workspace, id=secret_id)
     _people_only(request)
     services.revoke_webhook_secret(secret, actor_of(request))

@@ -22,6 +22,8 @@ class Role(models.TextChoices):
     AUTHOR = "author", "Rule author"
     REVIEWER = "reviewer", "Reviewer"
     AUDITOR = "auditor", "Auditor"
+    # Manages the workspace's people, everyone's tokens and the webhook secrets.
+    ADMIN = "admin", "Administrator"
 
 
 class Membership(models.Model):
@@ -63,6 +65,16 @@ class ApiToken(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+
+    def current_roles(self) -> frozenset[str]:
+        """The roles the token acts with now: its own roles that its creator still holds in
+        the workspace.  A creator removed from the workspace (or deleted) leaves it none."""
+        if self.created_by_id is None:
+            return frozenset()
+        held = Membership.objects.filter(workspace_id=self.workspace_id,
+                                         user_id=self.created_by_id).values_list("role",
+                                                                                 flat=True)
+        return frozenset(self.roles) & frozenset(held)
 
     @staticmethod
     def generate() -> tuple[str, str, str]:

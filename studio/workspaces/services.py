@@ -27,7 +27,7 @@ def record(workspace: Workspace, actor, action: str, target=None, **details) -> 
 
 @transaction.atomic
 def create_workspace(name: str, owner=None, slug: str | None = None,
-                     roles=(Role.AUTHOR, Role.REVIEWER, Role.AUDITOR)) -> Workspace:
+                     roles=(Role.AUTHOR, Role.REVIEWER, Role.AUDITOR, Role.ADMIN)) -> Workspace:
     workspace = Workspace.objects.create(name=name, slug=slug or slugify(name)[:60])
     if owner is not None:
         for role in roles:
@@ -38,43 +38,184 @@ def create_workspace(name: str, owner=None, slug: str | None = None,
 
 @transaction.atomic
 def add_member(workspace: Workspace, user, role: str, by=None) -> Membership:
-    membership, _ = Membership.objects.get_or_create(workspace=workspace, user=user, role=role)
-    record(workspace, by, "member.added", membership, user=user.get_username(), role=role)
+    membership, created = Membership.objects.get_or_create(workspace=workspace, user=user,
+                                                           role=role)
+    if created:
+        record(workspace, by, "member.added", membership, user=user.get_username(), role=role)
+        _forget_tokens_on_commit()
     return membership
+
+
+def roles_of(workspace: Workspace, user) -> set[str]:
+    if not getattr(user, "pk", None):
+        return set()
+    return set(Membership.objects.filter(workspace=workspace, user=user)
+               .values_list("role", flat=True))
+
+
+def _member_out(user, memberships: list[Membership]) -> dict:
+    return {"username": user.get_username(), "name": user.get_full_name(),
+            "roles": sorted(m.role for m in memberships),
+            "since": min(m.created_at for m in memberships)}
+
+
+def members_of(workspace: Workspace) -> list[dict]:
+    """Each member once: username, name, roles, since when."""
+    by_user: dict[int, list[Membership]] = {}
+    users = {}
+    for m in Membership.objects.filter(workspace=workspace).select_related("user"):
+        by_user.setdefault(m.user_id, []).append(m)
+        users[m.user_id] = m.user
+    return sorted((_member_out(users[uid], ms) for uid, ms in by_user.items()),
+                  key=lambda member: member["username"])
+
+
+def member(workspace: Workspace, user) -> dict:
+    return _member_out(user, list(Membership.objects.filter(workspace=workspace, user=user)))
+
+
+def _checked_roles(roles) -> list[str]:
+    from studio.api.core import ServiceError
+
+    roles = sorted(set(roles))
+    unknown = [r for r in roles if r not in Role.values]
+    if unknown:
+        raise ServiceError(f"unknown roles: {', '.join(unknown)}; roles are "
+                           f"{', '.join(Role.values)}", field="roles", status=422)
+    if not roles:
+        raise ServiceError("choose at least one role (to take every role away, remove the "
+                           "member)", field="roles", status=422)
+    return roles
+
+
+def _forget_tokens_on_commit() -> None:
+    # A token acts with its creator's current roles, which the token cache keeps: this process
+    # forgets them once the change is committed (other processes within TOKEN_CACHE_SECONDS).
+    from studio.api.core import forget_cached_tokens  # the API imports this module
+
+    transaction.on_commit(forget_cached_tokens)
+
+
+def _keep_an_admin(workspace: Workspace, user, after: set[str]) -> None:
+    """409 when the change would leave the workspace without an admin."""
+    from studio.api.core import Conflict
+
+    if Role.ADMIN in after:
+        return
+    # Locked: two admins demoting each other at once must not both succeed.
+    admins = set(Membership.objects.select_for_update().filter(
+        workspace=workspace, role=Role.ADMIN).values_list("user_id", flat=True))
+    if admins == {user.pk}:
+        raise Conflict(f"{user.get_username()} is the last admin of workspace "
+                       f"{workspace.slug!r}: make someone else an admin first", field="roles")
+
+
+def find_user(username: str):
+    from studio.api.core import ServiceError
+
+    user = get_user_model().objects.filter(**{get_user_model().USERNAME_FIELD: username}).first()
+    if user is None:
+        raise ServiceError(f"there is no account named {username!r}; accounts are created by "
+                           "the studio's operator (manage.py createsuperuser or the admin site)",
+                           field="username", status=422)
+    return user
+
+
+@transaction.atomic
+def add_person(workspace: Workspace, username: str, roles, by=None):
+    """Add an account to the workspace with ``roles``; 409 if it is a member already."""
+    from studio.api.core import Conflict
+
+    user = find_user(username)
+    roles = _checked_roles(roles)
+    if roles_of(workspace, user):
+        raise Conflict(f"{username} is already a member of workspace {workspace.slug!r}; "
+                       "change their roles instead", field="username")
+    for role in roles:
+        Membership.objects.create(workspace=workspace, user=user, role=role)
+    record(workspace, by, "member.added", user, user=username, roles=roles)
+    _forget_tokens_on_commit()
+    return user
+
+
+@transaction.atomic
+def set_member_roles(workspace: Workspace, user, roles, by=None) -> list[str]:
+    """Give a member exactly ``roles``; the last admin keeps the admin role (409)."""
+    roles = _checked_roles(roles)
+    before = roles_of(workspace, user)
+    _keep_an_admin(workspace, user, set(roles))
+    Membership.objects.filter(workspace=workspace, user=user).exclude(role__in=roles).delete()
+    for role in set(roles) - before:
+        Membership.objects.create(workspace=workspace, user=user, role=role)
+    if set(roles) != before:
+        record(workspace, by, "member.roles_changed", user, user=user.get_username(),
+               before=sorted(before), after=roles)
+        _forget_tokens_on_commit()
+    return roles
+
+
+@transaction.atomic
+def remove_member(workspace: Workspace, user, by=None) -> None:
+    """Take every role away; the member's tokens act with nothing from now on (their roles
+    are checked against the creator's current ones).  The last admin cannot go (409)."""
+    before = roles_of(workspace, user)
+    _keep_an_admin(workspace, user, set())
+    Membership.objects.filter(workspace=workspace, user=user).delete()
+    record(workspace, by, "member.removed", user, user=user.get_username(),
+           roles=sorted(before))
+    _forget_tokens_on_commit()
+
+
+def may_manage_token(token: ApiToken, by) -> bool:
+    """Admins manage every token of their workspace; anyone else only the tokens they made."""
+    user = getattr(by, "user", by)
+    if not getattr(user, "pk", None):
+        return False
+    return token.created_by_id == user.pk or Role.ADMIN in roles_of(token.workspace, user)
 
 
 @transaction.atomic
 def create_token(workspace: Workspace, name: str, roles: list[str],
                  by=None) -> tuple[ApiToken, str]:
     """A new token and its secret, which is never stored and cannot be shown again."""
+    from studio.api.core import PermissionDenied, ServiceError
+
     unknown = sorted(set(roles) - set(Role.values))
     if unknown:
-        from studio.api.core import ServiceError
-
         raise ServiceError(f"unknown roles: {', '.join(unknown)}; roles are "
                            f"{', '.join(Role.values)}", field="roles")
+    name = name.strip()
+    if not name or len(name) > ApiToken._meta.get_field("name").max_length:
+        raise ServiceError("give the token a name of 1 to 100 characters (what uses it)",
+                           field="name", status=422)
+    if not roles:
+        raise ServiceError("a token without roles could do nothing: choose at least one role",
+                           field="roles", status=422)
     user = getattr(by, "user", by)
-    if getattr(user, "pk", None):
-        # Separation of duties: a token acts with its own roles, so a person may only pass on
-        # roles they hold here (an author minting a reviewer's token could approve with it).
-        held = set(Membership.objects.filter(workspace=workspace, user=user)
-                   .values_list("role", flat=True))
-        lacking = sorted(set(roles) - held)
-        if lacking:
-            from studio.api.core import PermissionDenied
-
-            raise PermissionDenied(f"a token can only have roles you hold in workspace "
-                                   f"{workspace.slug!r}; you do not hold {', '.join(lacking)}")
+    if not getattr(user, "pk", None):
+        # A token acts with the roles its creator holds now: without a creator it would act
+        # with none.
+        raise PermissionDenied("tokens are created by a signed-in person")
+    # Separation of duties: a person may only pass on roles they hold here (an author minting
+    # a reviewer's token could approve with it).
+    lacking = sorted(set(roles) - roles_of(workspace, user))
+    if lacking:
+        raise PermissionDenied(f"a token can only have roles you hold in workspace "
+                               f"{workspace.slug!r}; you do not hold {', '.join(lacking)}")
     secret, prefix, digest = ApiToken.generate()
     token = ApiToken.objects.create(workspace=workspace, name=name, prefix=prefix, digest=digest,
-                                    roles=sorted(set(roles)),
-                                    created_by=user if getattr(user, "pk", None) else None)
+                                    roles=sorted(set(roles)), created_by=user)
     record(workspace, by, "token.created", token, name=name, roles=token.roles)
     return token, secret
 
 
 @transaction.atomic
 def revoke_token(token: ApiToken, by=None) -> None:
+    """Revoke; a person revokes their own tokens, an admin anyone's (403 otherwise)."""
+    if by is not None and not may_manage_token(token, by):
+        from studio.api.core import PermissionDenied
+
+        raise PermissionDenied("only an admin of the workspace revokes other people's tokens")
     if token.revoked_at is None:
         token.revoked_at = timezone.now()
         token.save(update_fields=["revoked_at"])

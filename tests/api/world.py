@@ -66,8 +66,9 @@ class World:
 
     def token(self, workspace: Workspace, roles=tuple(Role.values), by: str | None = None,
               name: str = "machine") -> str:
-        _, secret = ws.create_token(workspace, name, list(roles),
-                                    self.users[by] if by else None)
+        """A token made by ``by`` (by default the workspace's owner, who holds every role)."""
+        creator = self.users[by] if by else workspace.memberships.order_by("id").first().user
+        _, secret = ws.create_token(workspace, name, list(roles), creator)
         return secret
 
 

@@ -81,7 +81,7 @@ def test_an_auditor_starts_an_audit_and_gets_the_run(team, audit):
 
 
 def test_a_token_with_the_auditor_role_may_start_one(team, run_tasks):
-    _, secret = ws.create_token(team.workspace, "ci", ["auditor"])
+    _, secret = ws.create_token(team.workspace, "ci", ["auditor"], team.auditor)
     with run_tasks():
         response = Api(token=secret).post("acme/audits")
     assert response.status_code == 201
@@ -93,7 +93,7 @@ def test_starting_needs_the_auditor_role(team):
     response = Api(team.author).post("acme/audits")
     assert response.status_code == 403
     assert "auditor" in response.json()["detail"]
-    _, secret = ws.create_token(team.workspace, "reader", ["author"])
+    _, secret = ws.create_token(team.workspace, "reader", ["author"], team.author)
     assert Api(token=secret).post("acme/audits").status_code == 403
     assert not AuditRun.objects.exists()
 
@@ -275,7 +275,7 @@ def test_outsiders_get_404_on_every_route(team, audit):
     assert outsider.get(f"other-acme/audits/{run}/report.csv").status_code == 404
     # A foreign token, likewise.
     _, secret = ws.create_token(team.workspace.__class__.objects.get(slug="other-acme"), "t",
-                                ["auditor"])
+                                ["auditor"], team.outsider)
     assert Api(token=secret).get(f"acme/audits/{run}").status_code == 404
     assert Api().get(f"acme/audits/{run}").status_code == 401
 

@@ -285,7 +285,7 @@ def test_the_rules_approved_when_the_load_began_are_the_ones_audited(
 def test_the_api_takes_audit_and_rule_set(django_capture_on_commit_callbacks):
     team = make_team("api")
     add_rule(team, "no_delete", "G !delete")
-    token = ws.create_token(team.workspace, "ci", [Role.AUDITOR])[1]
+    token = ws.create_token(team.workspace, "ci", [Role.AUDITOR], team.auditor)[1]
     client = Client(HTTP_AUTHORIZATION=f"Bearer {token}")
 
     def post(name, **fields):

@@ -107,7 +107,7 @@ def test_the_api_stores_labels_and_names_refused_ones_by_index():
     outsider = Client()
     outsider.force_login(team.outsider)
     assert outsider.get("/api/w/acme/ground-truth").status_code == 404
-    _, token = ws.create_token(team.workspace, "reader", ["author"])
+    _, token = ws.create_token(team.workspace, "reader", ["author"], team.author)
     assert Client().get("/api/w/acme/ground-truth",
                         headers={"Authorization": f"Bearer {token}"}).json()["count"] == 2
     assert GroundTruth.objects.count() == 2

@@ -54,7 +54,7 @@ def workspace(owner):
 
 @pytest.fixture
 def token(workspace, owner):
-    _, secret = workspace_services.create_token(workspace, "agent", [], by=owner)
+    _, secret = workspace_services.create_token(workspace, "agent", ["auditor"], by=owner)
     return secret
 
 

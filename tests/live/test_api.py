@@ -45,7 +45,7 @@ def test_missing_bad_revoked_and_foreign_tokens(workspace, token, owner):
     assert Agent("acme", token=token + "x").post("s1", [SHIP]).status_code == 401
     assert Agent("acme", token="not-a-token").post("s1", [SHIP]).status_code == 401
     other = workspace_services.create_workspace("Other", owner=owner, slug="other")
-    _, foreign = workspace_services.create_token(other, "theirs", [], by=owner)
+    _, foreign = workspace_services.create_token(other, "theirs", ["auditor"], by=owner)
     assert Agent("acme", token=foreign).post("s1", [SHIP]).status_code == 404
     token_row = workspace.tokens.get()
     workspace_services.revoke_token(token_row, by=owner)

@@ -26,7 +26,7 @@ def bank(db):
             (VocabularyKind.PATH, "output.args.amount", "number")]:
         VocabularyEntry.objects.create(workspace=workspace, kind=kind, name=name,
                                        json_type=json_type)
-    _, secret = create_token(workspace, "t", [Role.AUTHOR])
+    _, secret = create_token(workspace, "t", [Role.AUTHOR], author)
     page_client = Client()
     assert page_client.login(username="ann", password="author password 1")
     return {"ws": workspace, "api": Client(headers={"Authorization": f"Bearer {secret}"}),

@@ -35,7 +35,7 @@ def setup(django_user_model):
     workspace = workspace_services.create_workspace("Acme", owner=owner, slug="acme")
     workspace_services.create_workspace("Elsewhere", owner=outsider, slug="elsewhere")
     versions = {name: approve(workspace, owner, name, formula) for name, formula in RULES}
-    _, token = workspace_services.create_token(workspace, "agent", [], by=owner)
+    _, token = workspace_services.create_token(workspace, "agent", ["auditor"], by=owner)
     people = {}
     for name, user in [("owner", owner), ("outsider", outsider)]:
         people[name] = Client()

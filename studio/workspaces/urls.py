@@ -1,0 +1,17 @@
+"""Pages for people and credentials (mounted at the site root by studio/web/urls.py)."""
+
+from django.urls import path
+
+from . import views
+
+urlpatterns = [
+    path("w/<slug:slug>/members/", views.members, name="members"),
+    path("w/<slug:slug>/members/<str:username>/roles", views.member_roles, name="member_roles"),
+    path("w/<slug:slug>/members/<str:username>/remove", views.member_remove,
+         name="member_remove"),
+    path("w/<slug:slug>/tokens/", views.tokens, name="tokens"),
+    path("w/<slug:slug>/tokens/<int:token_id>/revoke", views.token_revoke, name="token_revoke"),
+    path("w/<slug:slug>/webhook-secrets/", views.webhook_secrets, name="webhook_secrets"),
+    path("w/<slug:slug>/webhook-secrets/<int:secret_id>/revoke", views.webhook_secret_revoke,
+         name="webhook_secret_revoke"),
+]

@@ -1,0 +1,192 @@
+"""Pages for a workspace's people and credentials: members and their roles (admins), tokens
+(everyone their own, admins all) and webhook secrets (admins).  Secrets are shown once, on the
+answer to the form that created them, which no cache keeps."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.cache import add_never_cache_headers
+from django.views.decorators.http import require_http_methods, require_POST
+
+from studio.api.core import ServiceError
+from studio.web.access import actor, workspace_page
+
+from . import services
+from .models import ApiToken, Membership, Role, WebhookSecret
+
+ROLE_HELP = {
+    Role.AUTHOR: "writes rules and submits them for review",
+    Role.REVIEWER: "approves or rejects rule versions written by others",
+    Role.AUDITOR: "uploads logs and runs audits",
+    Role.ADMIN: "manages members, everyone's tokens and the webhook secrets",
+}
+
+
+def _role_options(allowed=None) -> list[dict]:
+    return [{"value": value, "label": label, "help": ROLE_HELP[value]}
+            for value, label in Role.choices if allowed is None or value in allowed]
+
+
+# --- members ---------------------------------------------------------------------------------
+
+def _members_page(request, workspace, roles, errors=None, form=None, status=200):
+    errors = errors or {}
+    people = [{**member, "error": errors.get(f"member:{member['username']}")}
+              for member in services.members_of(workspace)]
+    return render(request, "workspaces/members.html", {
+        "workspace": workspace, "roles": roles, "members": people,
+        "role_options": _role_options(), "errors": errors or {},
+        "form": form or {"username": "", "roles": []},
+    }, status=status)
+
+
+@login_required
+@require_http_methods(["GET", "HEAD", "POST"])
+def members(request: HttpRequest, slug: str):
+    workspace, roles = workspace_page(request, slug, role=Role.ADMIN)
+    if request.method != "POST":
+        return _members_page(request, workspace, roles)
+    form = {"username": request.POST.get("username", "").strip(),
+            "roles": request.POST.getlist("roles")}
+    if not form["username"]:
+        return _members_page(request, workspace, roles, {"username": "Enter a username."},
+                             form, status=400)
+    try:
+        services.add_person(workspace, form["username"], form["roles"], by=actor(request))
+    except ServiceError as exc:
+        return _members_page(request, workspace, roles, {exc.field or "username": exc.message},
+                             form, status=exc.status)
+    messages.success(request, f"{form['username']} added with the roles "
+                              f"{', '.join(sorted(set(form['roles'])))}.")
+    return redirect("members", slug=workspace.slug)
+
+
+def _member_user(workspace, username: str):
+    membership = (Membership.objects.select_related("user")
+                  .filter(workspace=workspace, user__username=username).first())
+    if membership is None:
+        raise Http404("no such member")
+    return membership.user
+
+
+@login_required
+@require_POST
+def member_roles(request: HttpRequest, slug: str, username: str):
+    workspace, roles = workspace_page(request, slug, role=Role.ADMIN)
+    user = _member_user(workspace, username)
+    try:
+        after = services.set_member_roles(workspace, user, request.POST.getlist("roles"),
+                                          by=actor(request))
+    except ServiceError as exc:
+        return _members_page(request, workspace, roles, {f"member:{username}": exc.message},
+                             status=exc.status)
+    messages.success(request, f"{username} now has the roles {', '.join(after)}.")
+    return redirect("members", slug=workspace.slug)
+
+
+@login_required
+@require_POST
+def member_remove(request: HttpRequest, slug: str, username: str):
+    workspace, roles = workspace_page(request, slug, role=Role.ADMIN)
+    user = _member_user(workspace, username)
+    try:
+        services.remove_member(workspace, user, by=actor(request))
+    except ServiceError as exc:
+        return _members_page(request, workspace, roles, {f"member:{username}": exc.message},
+                             status=exc.status)
+    messages.success(request, f"{username} was removed from {workspace.name}; their tokens no "
+                              "longer act here.")
+    if user == request.user:
+        return redirect("home")
+    return redirect("members", slug=workspace.slug)
+
+
+# --- tokens ----------------------------------------------------------------------------------
+
+def _tokens_page(request, workspace, roles, *, created=None, errors=None, form=None,
+                 status=200):
+    tokens = ApiToken.objects.filter(workspace=workspace).select_related("created_by")
+    is_admin = Role.ADMIN in roles
+    if not is_admin:
+        tokens = tokens.filter(created_by=request.user)
+    rows = [{"token": t, "acting_roles": sorted(t.current_roles()),
+             "mine": t.created_by_id == request.user.pk}
+            for t in tokens.order_by("revoked_at", "-created_at")]
+    response = render(request, "workspaces/tokens.html", {
+        "workspace": workspace, "roles": roles, "rows": rows, "is_admin": is_admin,
+        "role_options": _role_options(allowed=roles), "created": created,
+        "errors": errors or {}, "form": form or {"name": "", "roles": []},
+    }, status=status)
+    if created is not None:
+        add_never_cache_headers(response)  # the secret must not outlive this answer
+    return response
+
+
+@login_required
+@require_http_methods(["GET", "HEAD", "POST"])
+def tokens(request: HttpRequest, slug: str):
+    workspace, roles = workspace_page(request, slug)
+    if request.method != "POST":
+        return _tokens_page(request, workspace, roles)
+    form = {"name": request.POST.get("name", ""), "roles": request.POST.getlist("roles")}
+    try:
+        token, secret = services.create_token(workspace, form["name"], form["roles"],
+                                              by=actor(request))
+    except ServiceError as exc:
+        return _tokens_page(request, workspace, roles, form=form,
+                            errors={exc.field or "name": exc.message}, status=exc.status)
+    return _tokens_page(request, workspace, roles, created={"token": token, "secret": secret},
+                        status=201)
+
+
+@login_required
+@require_POST
+def token_revoke(request: HttpRequest, slug: str, token_id: int):
+    workspace, roles = workspace_page(request, slug)
+    token = get_object_or_404(ApiToken, workspace=workspace, id=token_id)
+    try:
+        services.revoke_token(token, by=actor(request))
+    except ServiceError as exc:
+        return _tokens_page(request, workspace, roles, errors={"general": exc.message},
+                            status=exc.status)
+    messages.success(request, f"Token {token.name} (cs_{token.prefix}_…) is revoked: it is "
+                              "refused from now on.")
+    return redirect("tokens", slug=workspace.slug)
+
+
+# --- webhook secrets -------------------------------------------------------------------------
+
+def _secrets_page(request, workspace, roles, *, created=None, status=200):
+    secrets = WebhookSecret.objects.filter(workspace=workspace).order_by("revoked_at",
+                                                                         "-created_at", "-id")
+    response = render(request, "workspaces/webhook_secrets.html", {
+        "workspace": workspace, "roles": roles, "created": created,
+        "rows": [{"secret": s, "ending": s.secret[-4:]} for s in secrets],
+    }, status=status)
+    if created is not None:
+        add_never_cache_headers(response)
+    return response
+
+
+@login_required
+@require_http_methods(["GET", "HEAD", "POST"])
+def webhook_secrets(request: HttpRequest, slug: str):
+    workspace, roles = workspace_page(request, slug, role=Role.ADMIN)
+    if request.method != "POST":
+        return _secrets_page(request, workspace, roles)
+    secret = services.create_webhook_secret(workspace, by=actor(request))
+    return _secrets_page(request, workspace, roles, created=secret, status=201)
+
+
+@login_required
+@require_POST
+def webhook_secret_revoke(request: HttpRequest, slug: str, secret_id: int):
+    workspace, _ = workspace_page(request, slug, role=Role.ADMIN)
+    secret = get_object_or_404(WebhookSecret, workspace=workspace, id=secret_id)
+    services.revoke_webhook_secret(secret, by=actor(request))
+    messages.success(request, f"The webhook secret ending in {secret.secret[-4:]} is revoked: "
+                              "deliveries signed only with it are refused from now on.")
+    return redirect("webhook_secrets", slug=workspace.slug)
