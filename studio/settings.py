@@ -210,9 +210,13 @@ AUDIT_STALL_SECONDS = env_number("AUDIT_STALL_SECONDS", CELERY_TASK_TIME_LIMIT +
 AUDIT_SWEEP_SECONDS = env_number("AUDIT_SWEEP_SECONDS", 60.0, float, minimum=1)
 CELERY_BEAT_SCHEDULE = {
     "requeue-stalled-work": {"task": "worker.audits.requeue_stalled_work",
+LIVE_IDLE_SWEEP_SECONDS = env_number("LIVE_IDLE_SWEEP_SECONDS", 60.0, float, minimum=1)
                              "schedule": AUDIT_SWEEP_SECONDS},
 }
 CELERY_BEAT_SCHEDULE_FILENAME = env_str("CELERY_BEAT_SCHEDULE_FILENAME",
+    # Live sessions idle past their workspace's live_inactivity_minutes get their end verdicts.
+    "end-idle-live-sessions": {"task": "worker.live.end_idle_live_sessions",
+                               "schedule": LIVE_IDLE_SWEEP_SECONDS},
                                         str(BASE_DIR / "var" / "celerybeat-schedule"))
 
 # How long a server process trusts a token it has verified (revocation reaches other processes

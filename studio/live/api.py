@@ -44,12 +44,31 @@ class EventResult(Schema):
     field: str | None = None
 
 
+ONE_VERDICT = ("the rule's one verdict in the session: violated once a violation was counted; "
+               "satisfied when nothing later can change that (or the session ended meeting "
+               "it); pending while the session is open and it depends on what comes next")
+
+
 class RuleNow(Schema):
     rule: str
-    verdict: str
+    verdict: str = Field(description=ONE_VERDICT)
+    trac_verdict: str = Field(description="TRAC's verdict (the first verdict reached)")
     residual: str
-    final: str | None
+    final: str | None = Field(description="the verdict if the session ended now")
     violations: int
+
+
+class RuleAtEnd(RuleNow):
+    end_violations: int | None = Field(description="violations the end revealed (null when "
+                                                   "the session had already ended)")
+
+
+class EndOut(Schema):
+    session: str
+    steps: int
+    ended_at: str
+    already_ended: bool
+    rules: list[RuleAtEnd]
 
 
 class IngestOut(Schema):
@@ -66,7 +85,8 @@ class IngestOut(Schema):
 class RuleIfCandidate(Schema):
     rule: str
     violates: bool
-    verdict: str
+    verdict: str = Field(description=ONE_VERDICT)
+    trac_verdict: str
     residual: str
     violations: list[dict]
 
@@ -120,8 +140,8 @@ def _body_doc(key: str, description: str) -> dict:
             ("Content-Encoding", "gzip, deflate or identity"))]}
 
 
-_ERRORS = {401: Problem, 404: Problem, 413: Problem, 415: Problem, 422: Problem, 429: Problem,
-           503: Problem}
+_ERRORS = {401: Problem, 404: Problem, 409: Problem, 413: Problem, 415: Problem, 422: Problem,
+           429: Problem, 503: Problem}
 
 
 def problem(status: int, detail: str, headers: dict | None = None, field: str | None = None):
@@ -192,5 +212,22 @@ def check_candidates(request: HttpRequest, slug: str, session_id: str):
     def run():
         workspace, _, _, candidates = _read(request, slug, "candidates")
         return JsonResponse(services.check(workspace, session_id, candidates))
+
+    return _answer(run)
+
+
+@router.post("w/{slug}/live/sessions/{session_id}/end", auth=None,
+             response={200: EndOut, **_ERRORS},
+             summary="End a live session: each rule gets its end verdict; later events get 409",
+             description="Authenticated as the events route (bearer token or signed webhook); "
+                         "the body is ignored.  Ending an ended session changes nothing.",
+             openapi_extra={"security": [{"BearerAuth": []}, {}]})
+def end_session(request: HttpRequest, slug: str, session_id: str):
+    def run():
+        raw = intake.raw_body(request)
+        workspace, actor, _ = intake.authenticate(request, raw, slug)
+        intake.check_rate(workspace, actor)
+        answer = services.end_session(workspace, session_id, actor)
+        return JsonResponse(answer)
 
     return _answer(run)

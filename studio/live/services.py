@@ -45,7 +45,7 @@ from typing import Any
 
 import psycopg
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, connection, models, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
@@ -54,6 +54,7 @@ from studio.labeling import Labeling, make_labeler
 from studio.labeling.llm import LLMError
 from studio.logic.vocabulary import collect_event
 from studio.monitor import VIOLATED, FastSessionMonitor, RuleSet, SessionMonitor
+from studio.monitor.verdicts import session_verdict
 from studio.rules.models import Labeler, Rule, RuleVersion, VersionStatus
 from studio.rules.models import RuleSet as RuleSetModel
 from studio.traces import vocabulary
@@ -456,12 +457,23 @@ def _counts(monitor: SessionMonitor, before: dict[str, int]) -> dict[str, int]:
             for o in monitor.violation_monitors}
 
 
-def _rule_states(monitor: SessionMonitor, counts: dict[str, int]) -> list[dict]:
-    """Per rule: TRAC's verdict and residual now, the verdict if the session ended now, and the
-    number of violations found so far."""
-    return [{"rule": t.machines.rule.name, "verdict": t.verdict, "residual": t.residual.text,
-             "final": t.final() if monitor.steps else None,
-             "violations": counts.get(t.machines.rule.name, 0)} for t in monitor.trac]
+def _rule_states(monitor: SessionMonitor, counts: dict[str, int], open: bool = True
+                 ) -> list[dict]:
+    """Per rule: its one verdict in the session (``verdict``: ``session_verdict``, pending
+    while the session is ``open`` unless nothing later can change it), TRAC's verdict
+    (``trac_verdict``) and residual now, the verdict if the session ended now (``final``), and
+    the number of violations found so far."""
+    out = []
+    for t in monitor.trac:
+        rule = t.machines.rule
+        count = counts.get(rule.name, 0)
+        final = t.final() if monitor.steps else None
+        one = session_verdict(count, final or ("satisfied" if rule.normal.empty_value
+                                               else VIOLATED),
+                              open=open, settled=t.verdict, counting=rule.counting)
+        out.append({"rule": rule.name, "verdict": one, "trac_verdict": t.verdict,
+                    "residual": t.residual.text, "final": final, "violations": count})
+    return out
 
 
 # The events a monitor reads, straight from the table (the ORM would build a model per row).
@@ -616,6 +628,18 @@ def _labelers_answer():
                                  "nothing was stored, retry later") from None
 
 
+class SessionEnded(ServiceError):
+    """New events for a live session that was ended (by its agent or after the workspace's
+    inactivity timeout): its verdicts are final, so nothing more is taken."""
+
+    status = 409
+
+    def __init__(self, external_id: str):
+        super().__init__(f"live session {external_id!r} has ended: its verdicts are final and "
+                         "it takes no more events; send them under a new session id",
+                         field="session_id")
+
+
 class _Retry(Exception):
     """An event id was taken by a concurrent delivery to another session: start over."""
 
@@ -738,7 +762,7 @@ def _run(sql: str, params: Sequence) -> list[tuple] | None:
 def _lock_sql(with_state: bool) -> str:
     lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
     state = ", monitor_state" if with_state else ""
-    return (f"SELECT id, steps{state} FROM {_table(TraceSession)} "
+    return (f"SELECT id, steps, ended_at{state} FROM {_table(TraceSession)} "
             f"WHERE workspace_id = %s AND external_id = %s{lock}")
 
 
@@ -755,6 +779,7 @@ class _Locked:
     known: dict[str, tuple[int, int]]  # event_id -> (session id, step), for the ids posted
     after_live: list[dict] | None      # events from the cached monitor's next step on
     state: Any                         # monitor_state, or NotImplemented when not read
+    ended: bool = False                # the session was ended: no new event is taken
 
 
 def _lock_and_read(workspace: Workspace, external_id: str, source: str, ids: set[str],
@@ -779,8 +804,8 @@ def _lock_and_read(workspace: Workspace, external_id: str, source: str, ids: set
         if row is not None:
             known = {e: (s, step) for e, s, step in results[1]} if ids else {}
             after_live = (_monitor_events(live.pk, results[-1]) if live is not None else None)
-            state = _state_value(row[2]) if live is None else NotImplemented
-            found = _Locked(row[0], row[1], known, after_live, state)
+            state = _state_value(row[3]) if live is None else NotImplemented
+            found = _Locked(row[0], row[1], known, after_live, state, row[2] is not None)
     if found is not None:
         return found
     TraceSession.objects.bulk_create(
@@ -791,7 +816,7 @@ def _lock_and_read(workspace: Workspace, external_id: str, source: str, ids: set
     if ids:  # asked again: a concurrent creator may have stored some meanwhile
         known = {e: (s, step) for e, s, step in _run(_known_sql(len(ids)),
                                                       [workspace.pk, source, *ids])}
-    return _Locked(row[0], row[1], known, None, _state_value(row[2]))
+    return _Locked(row[0], row[1], known, None, _state_value(row[3]), row[2] is not None)
 
 
 def _lock_and_read_at_once(workspace: Workspace, external_id: str, source: str, ids: set[str],
@@ -813,7 +838,7 @@ def _lock_and_read_at_once(workspace: Workspace, external_id: str, source: str, 
     if not rows:
         return None
     row = list(rows[0])
-    pk, steps = row[0], row[1]
+    pk, steps, ended = row[0], row[1], row.pop(2) is not None
     state = _state_value(row.pop(2)) if live is None else NotImplemented
     known: dict[str, tuple[int, int]] = {}
     if ids:
@@ -823,12 +848,12 @@ def _lock_and_read_at_once(workspace: Workspace, external_id: str, source: str, 
         after_live = [monitor_event(live.pk, step, lifeline, input, output, data, labels)
                       for step, lifeline, input, output, data, labels
                       in _json_value(row.pop(2)) or ()]
-    return _Locked(pk, steps, known, after_live, state)
+    return _Locked(pk, steps, known, after_live, state, ended)
 
 
 @functools.lru_cache(maxsize=64)
 def _lock_and_read_sql(with_state: bool, ids: int, with_events: bool) -> str:
-    columns = ["s.id", "s.steps"]
+    columns = ["s.id", "s.steps", "s.ended_at"]
     if with_state:
         columns.append("s.monitor_state")
     if ids:
@@ -924,6 +949,9 @@ def _ingest_once(workspace: Workspace, external_id: str, valid: list[tuple[int, 
                 cursor.execute("SET LOCAL synchronous_commit TO OFF")
         locked = _lock_and_read(workspace, external_id, source, ids, cached)
         session_pk, steps_before, known = locked.pk, locked.steps, locked.known
+        if locked.ended and any(c.event_id is None or c.event_id not in known
+                                for _, c in valid):
+            raise SessionEnded(external_id)
         restored = _bring_up_to_date(session_pk, steps_before, context, live=cached,
                                      after_live=locked.after_live, state=locked.state)
         live = restored.live
@@ -958,7 +986,7 @@ def _ingest_once(workspace: Workspace, external_id: str, valid: list[tuple[int, 
                 items.append({"index": index, "event_id": clean.event_id, "status": "stored",
                               "step": step, "changes": changes})
             counts = _counts(monitor, live.counts)
-            rules = _rule_states(monitor, counts)
+            rules = _rule_states(monitor, counts, open=not locked.ended)
             monitor.forget_history()
         live.counts = counts
         steps = steps_before + len(rows)
@@ -972,6 +1000,8 @@ def _ingest_once(workspace: Workspace, external_id: str, valid: list[tuple[int, 
                 steps_before == 0 or steps_before // SNAPSHOT_EVERY != steps // SNAPSHOT_EVERY
                 or restored.behind_snapshot >= SNAPSHOT_EVERY)):
             snapshot = _snapshot(live)
+        if locked.ended:
+            snapshot = None  # the end's snapshot (end violations counted) stays as it is
         inserts = []
         if rows:
             # In id order, so two deliveries sharing event ids never wait on each other in a
@@ -1032,7 +1062,8 @@ def current_rules(session: TraceSession, context: Context) -> dict:
     except LLMError:
         return {"rules": [], "note": "a labeler could not label the latest events; retry later"}
     with _MONITOR_LOCK:
-        rules = _rule_states(live.monitor, _counts(live.monitor, live.counts))
+        rules = _rule_states(live.monitor, _counts(live.monitor, live.counts),
+                             open=session.is_open)
     note = ""
     if key != context.versions_key:
         note = ("monitored against earlier rule versions; the next event re-monitors the "
@@ -1058,7 +1089,7 @@ def check(workspace: Workspace, session_external_id: str, candidates: Sequence[A
     cached = _take_live(workspace.pk, session_external_id, context)
     state_column = ", monitor_state" if cached is None else ""
     statements: list[tuple[str, Sequence]] = [(
-        f"SELECT id, steps{state_column} FROM {_table(TraceSession)} "
+        f"SELECT id, steps, ended_at{state_column} FROM {_table(TraceSession)} "
         "WHERE workspace_id = %s AND external_id = %s", [workspace.pk, session_external_id])]
     if cached is not None:
         statements.append((_events_sql(limit=True), [cached.pk, cached.next_step,
@@ -1073,12 +1104,14 @@ def check(workspace: Workspace, session_external_id: str, candidates: Sequence[A
         steps = 0
     else:
         session_pk, steps = row[0], row[1]
+        if row[2] is not None:
+            raise SessionEnded(session_external_id)
         with _labelers_answer():
             live = _bring_up_to_date(
                 session_pk, steps, context, live=cached,
                 after_live=(_monitor_events(cached.pk, results[1])
                             if cached is not None else None),
-                state=_state_value(row[2]) if cached is None else NotImplemented).live
+                state=_state_value(row[3]) if cached is None else NotImplemented).live
         previous = live.last if context.labeling.labelers else None
         with _MONITOR_LOCK:
             before = _counts(live.monitor, live.counts)
@@ -1105,8 +1138,89 @@ def check(workspace: Workspace, session_external_id: str, candidates: Sequence[A
             mine = [c for c in changes if c["rule"] == rule["rule"]]
             violates = any(c.get("verdict") == VIOLATED or "violation" in c for c in mine)
             rules.append({"rule": rule["rule"], "violates": violates,
-                          "verdict": rule["verdict"], "residual": rule["residual"],
+                          "verdict": rule["verdict"], "trac_verdict": rule["trac_verdict"],
+                          "residual": rule["residual"],
                           "violations": [c["violation"] for c in mine if "violation" in c]})
         out.append({"index": index, "violates": any(r["violates"] for r in rules),
                     "rules": rules})
     return {"session": session_external_id, "steps": steps, "candidates": out}
+
+
+# ---------------------------------------------------------------------------------------------
+# Ending sessions
+
+def end_session(workspace: Workspace, session_external_id: str, actor=None, *,
+                reason: str = "ended by its agent", context: Context | None = None) -> dict:
+    """End a live session: it takes no more events (``SessionEnded``), and each rule gets its
+    end verdict - what the end of the session reveals (``end_violations``: an obligation still
+    owed, an eventuality never met) is counted with the violations found before.  Ending an
+    ended session changes nothing and answers the same.
+
+    Returns ``{"session", "steps", "ended_at", "already_ended", "rules"}``, ``rules`` as
+    ``ingest`` answers them, with ``end_violations``: those the end revealed."""
+    session_external_id = _session_id(session_external_id)
+    context = context or context_for(workspace)
+    # This process's monitor is not used (nor kept): the end is computed from the stored state.
+    _take_live(workspace.pk, session_external_id, context)
+    with transaction.atomic():
+        session = (TraceSession.objects.select_for_update()
+                   .filter(workspace=workspace, external_id=session_external_id,
+                           source=SOURCE_LIVE).first())
+        if session is None:
+            raise ServiceError(f"no live session {session_external_id!r} in this workspace",
+                               field="session_id", status=404)
+        if session.ended_at is not None:
+            current = current_rules(session, context)
+            return {"session": session.external_id, "steps": session.steps,
+                    "ended_at": session.ended_at, "already_ended": True,
+                    "rules": [{**r, "end_violations": None} for r in current["rules"]]}
+        with _labelers_answer():
+            live = _bring_up_to_date(session.pk, session.steps, context, live=None,
+                                     after_live=None, state=session.monitor_state).live
+        with _MONITOR_LOCK:
+            monitor = live.monitor
+            found = _counts(monitor, live.counts)
+            ended = {r.rule: sum(1 for v in r.violations if v.at_end)
+                     for r in monitor.results()}
+            counts = {name: found.get(name, 0) + ended.get(name, 0) for name in found}
+            rules = [{**r, "end_violations": ended.get(r["rule"], 0)}
+                     for r in _rule_states(monitor, counts, open=False)]
+            monitor.forget_history()
+        live.counts = counts
+        session.ended_at = timezone.now()
+        session.monitor_state = _snapshot(live)
+        session.save(update_fields=["ended_at", "monitor_state"])
+        from studio.workspaces.services import record
+
+        record(workspace, actor, "live_session.ended", session, session=session.external_id,
+               reason=reason, steps=session.steps,
+               verdicts={r["rule"]: r["verdict"] for r in rules})
+    return {"session": session.external_id, "steps": session.steps,
+            "ended_at": session.ended_at, "already_ended": False, "rules": rules}
+
+
+def end_idle_sessions(now: datetime | None = None) -> int:
+    """End every live session that had no event for its workspace's
+    ``live_inactivity_minutes`` (0: never); returns how many were ended.  Beat runs it
+    (worker.live.end_idle_live_sessions); a session that cannot be ended now (a labeler that
+    does not answer) is tried again next time."""
+    from datetime import timedelta
+
+    now = now or timezone.now()
+    ended = 0
+    for workspace in Workspace.objects.filter(live_inactivity_minutes__gt=0):
+        cutoff = now - timedelta(minutes=workspace.live_inactivity_minutes)
+        idle = (TraceSession.objects.filter(workspace=workspace, source=SOURCE_LIVE,
+                                            ended_at__isnull=True)
+                .filter(models.Q(last_event_at__lt=cutoff)
+                        | models.Q(last_event_at__isnull=True, created_at__lt=cutoff))
+                .values_list("external_id", flat=True))
+        for external_id in list(idle):
+            try:
+                answer = end_session(workspace, external_id,
+                                     reason=f"no event for {workspace.live_inactivity_minutes} "
+                                            "minutes")
+            except LabelerUnavailable:
+                continue
+            ended += not answer["already_ended"]
+    return ended

@@ -13,6 +13,9 @@ class Workspace(models.Model):
     name = models.CharField(max_length=200)
     slug = models.SlugField(max_length=60, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # A live session with no event for this long is ended (and gets its end verdicts) by beat's
+    # sweeper (studio.live.services.end_idle_sessions); 0: never.
+    live_inactivity_minutes = models.PositiveIntegerField(default=30)
 
     def __str__(self) -> str:
         return self.name
