@@ -18,6 +18,8 @@ from django.http import StreamingHttpResponse
 from studio import exports
 from studio.monitor.verdicts import (COUNTING_LABELS, COUNTING_SENTENCES, PENDING, SATISFIED,
                                      VIOLATED, session_verdict, verdict_words)
+from studio.logic.parser import FormulaSyntaxError, parse
+from studio.logic.vocabulary import rule_reads
 from studio.rules.models import RuleVersion
 from studio.traces.models import Event, session_is_open
 from studio.workspaces.models import AuditLogEntry
@@ -375,6 +377,7 @@ def version_history(run: AuditRun) -> list[dict]:
                           if e.action == "rule_version.submitted"), None)
         out.append({
             "version": v, "rule": v.rule.name, "number": v.number, "formula": v.formula,
+            "reads": _reads(v.formula),
             "english": v.english or v.rule.description,
             "author": _who(v.author, v.author_token), "written_at": v.created_at,
             "submitted_at": submitted.at if submitted else v.submitted_at,
@@ -389,6 +392,15 @@ def version_history(run: AuditRun) -> list[dict]:
                     for e in entries],
         })
     return out
+
+
+def _reads(formula: str) -> dict:
+    """What a rule version reads: its atoms (past operators included) and its comparisons."""
+    try:
+        reads = rule_reads(parse(formula))
+    except FormulaSyntaxError:  # approved versions compiled when submitted; be safe anyway
+        return {"atoms": [], "comparisons": []}
+    return {"atoms": list(reads.atoms), "comparisons": list(reads.comparisons)}
 
 
 def labelers(run: AuditRun) -> list[dict]:

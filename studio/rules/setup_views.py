@@ -23,6 +23,7 @@ from studio.labeling import LabelerConfigError, Labeling, builtin_atoms, make_la
 from studio.labeling.llm import LLMError
 from studio.logic.formula import COMPARISONS, quote_atom
 from studio.logic.parser import FormulaSyntaxError, parse
+from studio.logic.vocabulary import rule_reads
 from studio.web.access import actor, workspace_page
 from studio.workspaces.models import Role
 
@@ -75,7 +76,7 @@ def _rules_by_atom(workspace) -> dict[str, list[Rule]]:
             formula = parse(version.formula)
         except FormulaSyntaxError:  # approved versions compiled when submitted; be safe anyway
             continue
-        for name in sorted({f.name for f in formula.subformulas() if f.op == "atom"}):
+        for name in rule_reads(formula).atoms:
             readers[name].append(version.rule)
     return readers
 

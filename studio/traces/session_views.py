@@ -38,6 +38,7 @@ from studio.labeling.llm import LLMError
 from studio.live import pages as live_pages
 from studio.live import services as live_services
 from studio.logic.parser import FormulaSyntaxError, parse
+from studio.logic.vocabulary import rule_reads
 from studio.monitor import RuleError
 from studio.monitor.explain import explain_violation, residual_reading
 from studio.monitor.verdicts import (PENDING, SATISFIED, VIOLATED, effective_counting,
@@ -632,7 +633,7 @@ def _correctable_atoms(run, answers: dict[int, list[dict]]) -> list[str]:
             formula = parse(version.formula)
         except FormulaSyntaxError:
             continue
-        atoms.update(sub.name for sub in formula.subformulas() if sub.op == "atom")
+        atoms.update(rule_reads(formula).atoms)
     return sorted(atoms)
 
 

@@ -280,6 +280,7 @@ def test_the_evidence_report_names_the_approver_and_shows_witnesses(team, run):
     assert "Every request is answered." in page and "G(request -&gt; F answer)" in page
     assert "Written by</dt><dd>author-acme" in page
     assert "Started by</dt><dd>auditor-acme" in page
+    assert "Reads</dt><dd><code>answer</code>, <code>request</code></dd>" in page
     # The witnesses: the respond violation of session a, triggered at step 2 and left
     # unanswered at the end, shows step 2's input and output, labels and residual.
     assert "Triggered at step 2, detected at step 3: the session ended with the obligation " \
