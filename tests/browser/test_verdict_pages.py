@@ -38,9 +38,9 @@ def test_verdict_badges_and_a_violation_explained(browser, live_server, transact
     assert any("✗ violated" in row.text for row in rows)
     _shot(browser, "verdict-badges")
 
-    violation = (ViolationRecord.objects
-                 .filter(result__run=hijacked, result__rule_version__rule__name="look_before_paying")
-                 .order_by("result__session_id", "detected").first())
+    found = ViolationRecord.objects.filter(
+        result__run=hijacked, result__rule_version__rule__name="look_before_paying")
+    violation = found.order_by("result__session_id", "detected").first()
     browser.get(f"{base}/w/demo/sessions/{violation.result.session_id}/"
                 f"?run={hijacked.id}&violation={violation.id}")
     _wait_for_text(browser, "#witness-heading", "Witness of a violation of look_before_paying")
