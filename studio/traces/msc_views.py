@@ -289,8 +289,16 @@ class RuleVerdicts:
     results: list[SessionResult]
     detected: dict[tuple[int, int], int]    # (result id, step) -> violations detected there
 
+    def so_far(self, r: SessionResult, step: int) -> str:
+        """The rule's verdict as it stood after a step: violated once a violation was counted
+        at or before it (the one verdict, never "satisfied" beside a counted violation), else
+        TRAC's."""
+        if any(n for (rid, at), n in self.detected.items() if rid == r.id and at <= step):
+            return "violated"
+        return _verdict_at(r.timeline, step)
+
     def at(self, step: int) -> list[msc_svg.VerdictMark]:
-        return [msc_svg.VerdictMark(r.rule_version.rule.name, _verdict_at(r.timeline, step),
+        return [msc_svg.VerdictMark(r.rule_version.rule.name, self.so_far(r, step),
                                     self.detected.get((r.id, step), 0)) for r in self.results]
 
     def changes(self, steps: set[int]) -> dict[int, list[msc_svg.VerdictMark]]:
@@ -301,7 +309,7 @@ class RuleVerdicts:
             changed = {at: verdict for at, verdict in r.timeline}
             hits = {at for (rid, at) in self.detected if rid == r.id}
             for step in sorted((set(changed) | hits) & steps):
-                verdict = changed.get(step) or _verdict_at(r.timeline, step)
+                verdict = self.so_far(r, step)
                 out.setdefault(step, []).append(msc_svg.VerdictMark(
                     name, verdict, self.detected.get((r.id, step), 0)))
         return out
@@ -316,7 +324,7 @@ class RuleVerdicts:
                 continue
             last = max(own)
             out[name] = [msc_svg.VerdictMark(
-                r.rule_version.rule.name, _verdict_at(r.timeline, last),
+                r.rule_version.rule.name, self.so_far(r, last),
                 sum(n for (rid, at), n in self.detected.items() if rid == r.id and at in own))
                 for r in self.results]
         return out
