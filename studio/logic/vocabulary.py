@@ -70,11 +70,7 @@ def collect_event(input: Any, output: Any, data: Any, labels: Any, into: set,
     """Add what one event shows to ``into``: ``("builtin", atom, "")``, ``("label", atom, "")``
     and ``("path", path, json_type)``.  New paths stop being added once ``into`` holds
     ``max_paths`` entries (atoms are always added: there are few of them)."""
-    if type(output) is not dict:
-        output = output if isinstance(output, Mapping) else None
-    if type(data) is not dict:
-        data = data if isinstance(data, Mapping) else None
-    if output or data:
+    if isinstance(output, Mapping) or isinstance(data, Mapping):
         for atom in builtin_atoms({"output": output, "data": data}):
             into.add((BUILTIN, atom, ""))
     if type(labels) is list:

@@ -18,6 +18,7 @@ PURE_MODULES = [
     "studio.logic.events",
     "studio.logic.review",
     "studio.logic.library",
+    "studio.logic.vocabulary",
     "studio.logic.english",
     "studio.logic.english.llm",
     "studio.labeling",
