@@ -401,3 +401,21 @@ def test_otlp_traces_need_a_token_and_land_in_its_workspace(attack):
     session.force_login(world.ann)
     assert session.post("/v1/traces", data="{}",
                         content_type="application/json").status_code == 401
+
+
+def test_member_routes_are_walked_and_reach_only_your_own_members(world):
+    walked = {(m, p) for m, p, _ in SCOPED}
+    named = {(m, p) for m, p, _ in WITH_NAMES}
+    members = {("GET", "/api/w/{slug}/members"), ("POST", "/api/w/{slug}/members"),
+               ("PUT", "/api/w/{slug}/members/{username}"),
+               ("DELETE", "/api/w/{slug}/members/{username}")}
+    assert members <= walked
+    assert {("PUT", "/api/w/{slug}/members/{username}"),
+            ("DELETE", "/api/w/{slug}/members/{username}")} <= named
+    before = row_counts()
+    ann = Api(user=world.ann)
+    # oscar belongs to beta only: acme's admin cannot reach him through acme's slug.
+    assert ann.put("w/acme/members/oscar", {"roles": ["auditor"]}).status_code == 404
+    assert ann.delete("w/acme/members/oscar").status_code == 404
+    assert ann.delete("w/beta/members/oscar").status_code == 404
+    assert row_counts() == before
