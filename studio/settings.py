@@ -93,6 +93,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # NUL, lone surrogates and unusable file names refused before any view (studio.api.boundary).
+    "studio.api.boundary.RefuseHostileInput",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "studio.web.middleware.HtmxSignInRedirect",
@@ -247,6 +249,12 @@ LIVE_DURABLE_COMMIT = env_bool("LIVE_DURABLE_COMMIT", True)
 MAX_REQUEST_BYTES = env_number("MAX_REQUEST_BYTES", 20 * 1024 * 1024, minimum=1)
 DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_REQUEST_BYTES
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024  # larger uploads spool to disk, never to memory
+# The first handler refuses an over-long file name before the next makes a temporary file of it.
+FILE_UPLOAD_HANDLERS = [
+    "studio.api.boundary.FileNameCheck",
+    "django.core.files.uploadhandler.MemoryFileUploadHandler",
+    "django.core.files.uploadhandler.TemporaryFileUploadHandler",
+]
 UPLOAD_ROOT = Path(env_str("UPLOAD_ROOT", str(BASE_DIR / "var" / "uploads")))
 LIVE_RATE_LIMIT_PER_MINUTE = env_number("LIVE_RATE_LIMIT_PER_MINUTE", 6000)
 WEBHOOK_TOLERANCE_SECONDS = 300
