@@ -2,12 +2,13 @@
 
 from django.http import Http404
 from ninja import NinjaAPI
-from ninja.errors import AuthenticationError, ValidationError
+from ninja.errors import AuthenticationError, HttpError, ValidationError
 
+from .boundary import JsonParser
 from .core import AUTH, ServiceError
 
 api = NinjaAPI(title="Compliance Studio API", version="1", auth=AUTH, urls_namespace="api",
-               docs_url="/docs")
+               docs_url="/docs", parser=JsonParser())
 
 
 @api.exception_handler(ServiceError)
@@ -18,6 +19,15 @@ def service_error(request, exc: ServiceError):
     if exc.details:
         body["details"] = exc.details
     return api.create_response(request, body, status=exc.status)
+
+
+@api.exception_handler(HttpError)
+def http_error(request, exc: HttpError):
+    # ninja wraps what the body parser raises in a bare 400; the boundary's refusal (NUL, a
+    # lone surrogate, nesting too deep) names its field, so it is answered as itself.
+    if isinstance(exc.__cause__, ServiceError):
+        return service_error(request, exc.__cause__)
+    return api.create_response(request, {"detail": exc.message}, status=exc.status_code)
 
 
 @api.exception_handler(Http404)

@@ -14,7 +14,6 @@ import base64
 import binascii
 import hashlib
 import hmac
-import json
 import time
 import zlib
 from contextvars import ContextVar
@@ -25,6 +24,7 @@ from django.core.exceptions import RequestDataTooBig
 from django.db import InterfaceError, OperationalError, connection
 from django.http import HttpRequest
 
+from studio.api import boundary
 from studio.api.core import Actor, acting_roles, find_token, no_roles_message
 from studio.workspaces.models import WebhookSecret, Workspace
 
@@ -117,7 +117,7 @@ def _inflate(raw: bytes, wbits: int) -> bytes:
                 raise Refused(400, "data after the end of the compressed body")
     except zlib.error as exc:
         raise Refused(400, f"the body does not decompress ({exc})") from None
-    return out  # a bytearray: json.loads reads it without another copy
+    return out  # a bytearray: the JSON parser reads it without another copy
 
 
 def _refuse_constant(name: str):
@@ -125,12 +125,12 @@ def _refuse_constant(name: str):
 
 
 def parse_json(body: bytes):
+    """The body's JSON; NUL, lone surrogates and nesting too deep are refused for the whole
+    delivery (``boundary.loads``, a ServiceError naming the place)."""
     try:
-        return json.loads(body, parse_constant=_refuse_constant)
+        return boundary.loads(body, parse_constant=_refuse_constant)
     except UnicodeDecodeError:
         raise Refused(400, "the body is not UTF-8 text") from None
-    except RecursionError:
-        raise Refused(400, "the JSON is nested too deeply") from None
     except ValueError as exc:
         raise Refused(400, f"the body is not valid JSON ({exc})"[:300]) from None
 

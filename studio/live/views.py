@@ -44,6 +44,8 @@ def otlp_traces(request: HttpRequest):
         return intake.on_recent_connection(lambda: _export(request))
     except intake.Refused as exc:
         return _status(exc.status, exc.message, exc.headers)
+    except ServiceError as exc:  # NUL, a lone surrogate or nesting too deep in the body
+        return _status(exc.status, exc.message)
     except (OperationalError, InterfaceError):
         return _status(503, "the database is unavailable; nothing was stored, retry later",
                        {"Retry-After": str(intake.DB_RETRY_AFTER_SECONDS)})

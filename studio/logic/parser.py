@@ -192,6 +192,9 @@ def _decode_string(token: Token, what: str) -> str:
         text = json.loads(str(token))
     except ValueError as exc:
         raise _SemanticError(f"bad escape in quoted string ({exc.msg})", token) from None
+    if "\x00" in text:  # no database column can hold it (rule warnings, vocabulary)
+        raise _SemanticError(f"the {what} contains NUL (\\u0000, written as an escape) at "
+                             f"column {token.column}; remove it", token)
     found = _INVISIBLE.search(text)
     if found is not None:  # written as an escape: the printed formula would hide it
         raise _SemanticError(f"the {what} contains {_describe(found.group())} (written as an "

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import Any
 
@@ -12,6 +11,7 @@ from django.shortcuts import get_object_or_404
 from ninja import Router, Schema, Status
 
 from studio import exports
+from studio.api import boundary
 from studio.api.core import ServiceError, actor_of, workspace_for
 from studio.workspaces.models import Role
 
@@ -186,7 +186,7 @@ def create_upload(request, slug: str):
                            field="format")
     raw_options = request.POST.get("options") or "{}"
     try:
-        options = json.loads(raw_options)
+        options = boundary.loads(raw_options, "options")
     except ValueError as exc:
         raise ServiceError(f"options must be a JSON object ({exc})", field="options") from None
     if not isinstance(options, dict):

@@ -52,11 +52,13 @@ def cmp(path: str, op: str, value) -> Formula:
 KEYWORDS = ("true", "false", "prev", "null")
 paths = st.from_regex(r"[a-z_][a-z0-9_]{0,4}(\.[a-z0-9_]{1,4}){0,2}", fullmatch=True).filter(
     lambda s: s not in KEYWORDS)
+# NUL is refused in quoted text (no database column holds it): see test_nul_in_quoted_text_...
+no_nul = st.characters(exclude_characters="\x00")
 odd_names = st.one_of(
-    st.text(min_size=1, max_size=12),
+    st.text(no_nul, min_size=1, max_size=12),
     st.sampled_from(["a b", 'say "hi"', "back\\slash", "tab\there", "new\nline", "Upper",
                      "ÜBER", "é", "日本", "🙂", "true", "false", "prev", "null", "X", "G p",
-                     "p->q", "-", "1abc", "a-", "_", "a:b.c-d", "\u2028", "\x00", "'"]),
+                     "p->q", "-", "1abc", "a-", "_", "a:b.c-d", "\u2028", "\x01", "'"]),
 )
 constants = st.one_of(
     st.integers(-10**6, 10**6),
@@ -64,7 +66,7 @@ constants = st.one_of(
     st.floats(allow_nan=False, allow_infinity=False),
     st.booleans(),
     st.none(),
-    st.text(max_size=10),
+    st.text(no_nul, max_size=10),
 )
 operands = st.one_of(
     constants.map(lambda v: ("const", v)),
@@ -454,3 +456,13 @@ def test_long_but_convertible_numbers_parse():
     assert parse("data.x > " + digits) is cmp("data.x", ">", int(digits))
     with pytest.raises(FormulaSyntaxError):
         parse("F[1," + digits + "] p")   # too large a bound, reported as such
+
+
+@pytest.mark.parametrize("text", ['G !"a\\u0000"', 'data.note == "x\\u0000"'])
+def test_nul_in_quoted_text_is_refused_naming_its_column(text):
+    # Written as an escape it parsed, and then no database column could hold the rule's
+    # warnings or vocabulary (a 500 at submit).
+    with pytest.raises(FormulaSyntaxError) as info:
+        parse(text)
+    assert "NUL" in info.value.message
+    assert info.value.column == text.index('"') + 1

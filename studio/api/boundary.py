@@ -1,0 +1,192 @@
+"""Hostile input is refused where a request is read, once, not field by field.
+
+Two kinds of text cannot be stored at all: NUL (Postgres refuses it in text and JSON) and lone
+surrogates (half of a UTF-16 pair: JSON can spell one, ``"\\ud800"``, but it has no UTF-8 form,
+so the database driver raises).  Either one used to reach the database and answer 500 - or,
+inside an approved formula, break every later audit and delivery.  JSON nested beyond any use
+overflowed Python's stack (RecursionError), and an over-long upload file name broke the
+temporary file it names.
+
+Where they are caught:
+- ``RefuseHostileInput`` (middleware): every query parameter and form field, pages and API;
+- ``loads``: every JSON body the API reads (``JsonParser`` for ninja's schemas, the live intake
+  for webhooks) and JSON carried inside a form field (an upload's ``options``);
+- ``FileNameCheck`` (the first upload handler): a file name longer than ``MAX_FILE_NAME``.
+
+Refusals name the field (``events[0].data.note``, ``q``): 422 for text that cannot be stored,
+400 for a body that is not usable at all (too deep, a file name too long); pages answer 400.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from django.conf import settings
+from django.core.files.uploadhandler import FileUploadHandler
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http.multipartparser import MultiPartParserError
+from django.template.loader import render_to_string
+from ninja.parser import Parser
+
+from .core import ServiceError
+
+# Deeper than any log or setting needs (an OTLP export is about 12 levels), far below Python's
+# recursion limit, which the ORM, pydantic and json.dumps all walk into.
+MAX_JSON_DEPTH = 100
+# What file systems allow for one name; Django would cut a longer one silently.
+MAX_FILE_NAME = 255
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # json.loads joins real pairs into one character
+_FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
+
+
+class HostileInput(ServiceError):
+    status = 422
+
+
+class TooDeep(HostileInput):
+    """Not usable at all: JSON nested too deep, a file name too long (400)."""
+
+    status = 400
+
+
+def text_problem(text: str) -> str | None:
+    """Why ``text`` cannot be stored, or None."""
+    if "\x00" in text:
+        return "must not contain NUL characters (\\u0000)"
+    if not text.isascii() and _LONE_SURROGATE.search(text):
+        return ("must not contain a lone surrogate (such as \\ud800: half of a UTF-16 pair, "
+                "which no UTF-8 text can hold)")
+    return None
+
+
+def check_text(text: str, where: str) -> None:
+    problem = text_problem(text)
+    if problem is not None:
+        raise HostileInput(f"{where} {problem}", field=where)
+
+
+def check_document(document: Any, where: str = "") -> None:
+    """Refuse a parsed JSON value holding NUL or a lone surrogate (in a key or a string) or
+    nested deeper than MAX_JSON_DEPTH, naming the place (``config.pattern``, ``events[0]``).
+    Iterative, so the check itself cannot overflow the stack."""
+    stack = [(document, where, 0)]
+    while stack:
+        value, path, depth = stack.pop()
+        if isinstance(value, str):
+            check_text(value, path or "body")
+        elif isinstance(value, dict):
+            if depth >= MAX_JSON_DEPTH:
+                raise _too_deep(path)
+            for key, item in value.items():
+                problem = text_problem(key)
+                if problem is not None:  # the key cannot name the field: its parent does
+                    raise HostileInput(f"a key in {path or 'the body'} {problem}",
+                                       field=path or None)
+                stack.append((item, f"{path}.{key}" if path else key, depth + 1))
+        elif isinstance(value, list):
+            if depth >= MAX_JSON_DEPTH:
+                raise _too_deep(path)
+            stack.extend((item, f"{path}[{index}]", depth + 1)
+                         for index, item in enumerate(value))
+
+
+def _too_deep(path: str) -> TooDeep:
+    return TooDeep(f"{path or 'the body'} is nested more than {MAX_JSON_DEPTH} levels deep",
+                   field=path or None)
+
+
+def loads(text: str | bytes | bytearray, where: str = "", **options) -> Any:
+    """``json.loads`` for input from outside: a value nested too deep, or holding NUL or a lone
+    surrogate, is a ``HostileInput`` naming its place under ``where``.  Syntax errors stay
+    ``ValueError`` for the caller to word."""
+    try:
+        document = json.loads(text, **options)
+    except RecursionError:
+        raise _too_deep(where) from None
+    check_document(document, where)
+    return document
+
+
+class JsonParser(Parser):
+    """ninja's JSON bodies, read through ``loads``."""
+
+    def parse_body(self, request: HttpRequest):
+        try:
+            return loads(request.body)
+        except ValueError as exc:
+            if isinstance(exc, UnicodeDecodeError):
+                raise ServiceError("the body is not UTF-8 text") from None
+            raise ServiceError(f"the body is not valid JSON ({exc})"[:300]) from None
+
+
+class FileNameCheck(FileUploadHandler):
+    """First of the upload handlers: refuses an over-long file name before the next handler
+    makes a temporary file named after it."""
+
+    def new_file(self, field_name, file_name, *args, **kwargs):
+        if len(file_name) > MAX_FILE_NAME:
+            raise TooDeep(f"the file's name is {len(file_name)} characters long; rename it to "
+                          f"at most {MAX_FILE_NAME}", field=field_name)
+        check_text(file_name, field_name)
+
+    def receive_data_chunk(self, raw_data, start):
+        return raw_data
+
+    def file_complete(self, file_size):
+        return None
+
+
+class RefuseHostileInput:
+    """Middleware: query parameters and form fields with NUL or a lone surrogate, and uploads
+    with an unusable file name, are answered 400 (pages) or 422/400 (API) naming the field,
+    before any view sees them."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest):
+        try:
+            self._check(request)
+        except HostileInput as exc:
+            return self._refusal(request, exc)
+        return self.get_response(request)
+
+    @staticmethod
+    def _check(request: HttpRequest) -> None:
+        _check_fields(request.GET)
+        if request.method in ("GET", "HEAD", "OPTIONS") or request.content_type not in _FORM_TYPES:
+            return
+        try:
+            length = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            return
+        if length > settings.MAX_REQUEST_BYTES:
+            return  # the view refuses it (413) without reading it
+        try:
+            _check_fields(request.POST)
+        except MultiPartParserError as exc:
+            # Django reads at most 1,024 bytes of a part's headers: a file name near that long
+            # ends here, before any upload handler sees it.
+            raise TooDeep(f"the form cannot be read ({exc}); a part's headers, such as a file "
+                          f"name, longer than {MAX_FILE_NAME} characters are refused") from None
+
+    @staticmethod
+    def _refusal(request: HttpRequest, exc: HostileInput) -> HttpResponse:
+        if request.path_info.startswith(("/api/", "/v1/")):
+            body = {"detail": exc.message}
+            if exc.field:
+                body["field"] = exc.field
+            return JsonResponse(body, status=exc.status)
+        page = render_to_string("400.html", {"problem": exc.message, "field": exc.field},
+                                request=request)
+        return HttpResponse(page, status=400)
+
+
+def _check_fields(fields) -> None:
+    for name, values in fields.lists():
+        check_text(name, "a field name")
+        for value in values:
+            check_text(value, name)

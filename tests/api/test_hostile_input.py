@@ -1,0 +1,192 @@
+"""Hostile input at the boundary: NUL characters and lone surrogates in JSON bodies, form fields
+and query parameters, JSON nested beyond any use, over-long file names.
+
+Postgres refuses NUL in text and JSON, and a lone surrogate cannot be encoded as UTF-8 at all, so
+either one reaching the database was a 500 (and, in a formula, a rule that broke every audit).
+They are refused once, where a request is read (``studio.api.boundary``), naming the field.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
+
+from studio.rules.models import Labeler, Rule
+from studio.traces.models import Upload
+from studio.workspaces.models import ApiToken
+
+LONE_SURROGATE = '"\\ud800"'  # as JSON text: a string holding one unpaired high surrogate
+NUL = '"a\\u0000b"'
+
+
+def post_json_text(client: Client, path: str, text: str, token: str | None = None):
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return client.post(path, data=text.encode(), content_type="application/json",
+                       headers=headers)
+
+
+@pytest.fixture
+def acme(world):
+    client = Client()
+    client.force_login(world.ann)
+    return client
+
+
+# ---------------------------------------------------------------------------------------------
+# JSON bodies
+
+@pytest.mark.parametrize("bad", [LONE_SURROGATE, NUL, '"\\udc00x"', '"\\uDBFF"'])
+@pytest.mark.parametrize("path, template, field", [
+    ("/api/w/acme/tokens", '{"name": %s, "roles": ["auditor"]}', "name"),
+    ("/api/w/acme/rules", '{"name": "r", "formula": "G a", "description": %s}', "description"),
+    ("/api/w/acme/labelers", '{"atom": "x", "kind": "regex", '
+                             '"config": {"path": "output", "pattern": %s}}', "config.pattern"),
+])
+def test_a_json_body_with_nul_or_a_lone_surrogate_is_refused_naming_the_field(
+        world, acme, path, template, field, bad):
+    response = post_json_text(acme, path, template % bad)
+    assert response.status_code in (400, 422), response.content
+    assert response.json()["field"] == field
+    assert not ApiToken.objects.filter(name__startswith="a").exists()
+    assert not Rule.objects.exists()
+    assert not Labeler.objects.exists()
+
+
+def test_a_surrogate_pair_is_text_like_any_other(world, acme):
+    response = post_json_text(acme, "/api/w/acme/rules",
+                              '{"name": "r", "formula": "G a", "description": "\\ud83d\\ude00"}')
+    assert response.status_code == 201, response.content
+    assert Rule.objects.get().description == "\N{GRINNING FACE}"
+
+
+def test_a_backslash_before_u0000_is_not_a_nul(world, acme):
+    response = post_json_text(acme, "/api/w/acme/rules",
+                              '{"name": "r", "formula": "G a", "description": "\\\\u0000"}')
+    assert response.status_code == 201, response.content
+    assert Rule.objects.get().description == "\\u0000"
+
+
+@pytest.mark.parametrize("formula", [
+    'G !"\ud800"',     # the surrogate itself, decoded from the JSON body
+    'G !"\\ud800"',    # the formula language's own escape, decoded by the parser
+    'G !"a\\u0000"',   # NUL through the formula language's escape
+])
+def test_a_formula_with_a_lone_surrogate_or_nul_in_a_quoted_atom_is_refused_at_create(
+        world, acme, formula):
+    body = json.dumps({"name": "r", "formula": formula}, ensure_ascii=True)
+    response = post_json_text(acme, "/api/w/acme/rules", body)
+    assert response.status_code in (400, 422), response.content
+    assert response.json()["field"] == "formula"
+    assert not Rule.objects.exists()
+
+
+@pytest.mark.parametrize("bad", [LONE_SURROGATE, NUL])
+def test_a_live_event_with_nul_or_a_lone_surrogate_is_refused_naming_the_field(world, bad):
+    token = world.token(world.acme)
+    response = post_json_text(Client(), "/api/w/acme/live/sessions/s1/events",
+                              '{"events": [{"event_id": "e1", "data": {"note": %s}}]}' % bad,
+                              token=token)
+    assert response.status_code in (400, 422), response.content
+    assert response.json()["field"] == "events[0].data.note"
+    from studio.traces.models import Event
+    assert not Event.objects.exists()
+
+
+def test_a_key_with_nul_is_refused_too(world, acme):
+    response = post_json_text(acme, "/api/w/acme/labelers",
+                              '{"atom": "x", "kind": "regex", '
+                              '"config": {"path": "output", "pattern": "a", "k\\u0000": 1}}')
+    assert response.status_code in (400, 422), response.content
+    assert response.json()["field"].startswith("config")
+
+
+@pytest.mark.parametrize("depth", [1000, 100_000])
+def test_json_nested_too_deep_is_a_400_not_a_server_error(world, acme, depth):
+    nested = "[" * depth + "]" * depth
+    body = '{"atom": "x", "kind": "field", "config": {"path": "a", "op": "==", "value": %s}}'
+    response = post_json_text(acme, "/api/w/acme/labelers", body % nested)
+    assert response.status_code == 400, response.content[:300]
+    assert "nested" in response.json()["detail"]
+    token = world.token(world.acme)
+    live = post_json_text(Client(), "/api/w/acme/live/sessions/s1/events",
+                          '{"events": [{"data": {"x": %s}}]}' % nested, token=token)
+    assert live.status_code == 400, live.content[:300]
+
+
+# ---------------------------------------------------------------------------------------------
+# Query parameters and form fields, on the API and the pages
+
+def test_nul_in_a_query_parameter_is_refused_on_the_api_and_the_page(world, acme):
+    api = acme.get("/api/w/acme/sessions?q=%00")
+    assert api.status_code in (400, 422)
+    assert api.json()["field"] == "q"
+    page = acme.get("/w/acme/sessions/?q=a%00b")
+    assert page.status_code == 400
+    assert b"q" in page.content and b"NUL" in page.content
+
+
+def test_nul_in_a_page_form_field_is_refused_and_nothing_is_stored(world, acme):
+    response = acme.post("/w/acme/rules/", {"name": "r\x00", "formula": "G a",
+                                             "description": ""})
+    assert response.status_code == 400
+    assert b"name" in response.content
+    assert not Rule.objects.exists()
+
+
+def test_options_nested_deep_in_an_upload_are_a_400(world, acme, settings, tmp_path):
+    settings.UPLOAD_ROOT = tmp_path
+    depth = 100_000
+    response = acme.post("/api/w/acme/uploads", {
+        "file": SimpleUploadedFile("log.jsonl", b'{"session": "s", "output": "x"}\n'),
+        "format": "jsonl", "options": '{"a": ' * depth + "1" + "}" * depth})
+    assert response.status_code == 400, response.content[:300]
+    assert response.json()["field"] == "options"
+    assert not Upload.objects.exists()
+
+
+def multipart(file_name: str, content: bytes, **fields: str) -> tuple[bytes, str]:
+    """A multipart body written out by hand: Django's test client (like UploadedFile) cuts a
+    file name to 255 characters before sending it, a browser or curl does not."""
+    boundary = "hostileboundary"
+    parts = [f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n'
+             f"{value}\r\n".encode() for name, value in fields.items()]
+    parts.append(f'--{boundary}\r\nContent-Disposition: form-data; name="file"; '
+                 f'filename="{file_name}"\r\nContent-Type: application/octet-stream\r\n\r\n'
+                 .encode() + content + b"\r\n")
+    return b"".join(parts) + f"--{boundary}--\r\n".encode(), \
+        f"multipart/form-data; boundary={boundary}"
+
+
+# Kept in memory, then spooled to disk (where Django's temporary file is named after the
+# "extension"); 600 characters reach the upload handlers, 2,000 overflow the part's headers.
+@pytest.mark.parametrize("size, length", [(100, 600), (3 * 1024 * 1024, 600), (100, 2000),
+                                          (3 * 1024 * 1024, 2000)])
+def test_an_upload_file_name_of_2000_characters_is_a_400_on_the_api_and_the_page(
+        world, acme, settings, tmp_path, size, length):
+    settings.UPLOAD_ROOT = tmp_path
+    name = "log." + "a" * (length - 4)
+    line = b'{"session": "s", "output": "x"}\n'
+    content = line * (size // len(line) + 1)
+    body, content_type = multipart(name, content, format="jsonl")
+    api = acme.post("/api/w/acme/uploads", body, content_type=content_type)
+    assert api.status_code == 400, api.content[:300]
+    if length < 1000:
+        assert api.json()["field"] == "file"
+        assert f"{length} characters" in api.json()["detail"]
+    else:
+        assert "file name" in api.json()["detail"]
+    page = acme.post("/w/acme/uploads/", body, content_type=content_type)
+    assert page.status_code == 400
+    assert b"file" in page.content and b"Not accepted" in page.content
+    assert not Upload.objects.exists()
+
+
+def test_ordinary_input_still_passes(world, acme):
+    assert acme.get("/api/w/acme/sessions?q=caf%C3%A9").status_code == 200
+    assert acme.get("/w/acme/sessions/?q=caf%C3%A9").status_code == 200
+    response = post_json_text(acme, "/api/w/acme/rules", json.dumps(
+        {"name": "r", "formula": "G a", "description": "deep " + "[" * 50 + "]" * 50}))
+    assert response.status_code == 201
