@@ -167,14 +167,16 @@ def test_not_through_a_token_either(world):
 
 
 def test_a_version_written_by_a_token_is_not_approved_by_the_same_token(world):
-    world.token(world.acme, name="ci")  # made by nobody: all roles, no person behind it
+    world.token(world.acme, name="ci", by="ann")  # ann holds every role, so does the token
     token = ApiToken.objects.get(name="ci")
     rule = services.create_rule(world.acme, Actor(token=token), "from ci", "G p")
     version = services.submit_for_review(rule.versions.get(), Actor(token=token), "warnings known")
-    assert (version.author, version.author_token) == (None, token)
+    assert (version.author, version.author_token) == (world.ann, token)
 
     with pytest.raises(PermissionDenied):
         services.approve(version, Actor(token=token))
+    with pytest.raises(PermissionDenied):
+        services.approve(version, world.ann)  # the person behind the token, likewise
     services.approve(version, world.rob)
 
 
