@@ -21,6 +21,7 @@ from contextvars import ContextVar
 from django.conf import settings
 from django.core.cache import cache
 from django.core.exceptions import RequestDataTooBig
+from django.http.request import RawPostDataException
 from django.db import InterfaceError, OperationalError, connection
 from django.http import HttpRequest
 
@@ -69,6 +70,9 @@ def raw_body(request: HttpRequest) -> bytes:
         body = request.body
     except RequestDataTooBig:
         raise too_large(limit) from None
+    except RawPostDataException:  # a form, already read as one (studio.api.boundary)
+        raise Refused(415, "this endpoint takes JSON (Content-Type: application/json), not a "
+                           "form") from None
     if len(body) > limit:
         raise too_large(limit)
     return body

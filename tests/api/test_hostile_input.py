@@ -103,13 +103,15 @@ def test_a_key_with_nul_is_refused_too(world, acme):
     assert response.json()["field"].startswith("config")
 
 
-@pytest.mark.parametrize("depth", [1000, 100_000])
+@pytest.mark.parametrize("depth", [150, 1000, 100_000])
 def test_json_nested_too_deep_is_a_400_not_a_server_error(world, acme, depth):
     nested = "[" * depth + "]" * depth
     body = '{"atom": "x", "kind": "field", "config": {"path": "a", "op": "==", "value": %s}}'
     response = post_json_text(acme, "/api/w/acme/labelers", body % nested)
     assert response.status_code == 400, response.content[:300]
-    assert "nested" in response.json()["detail"]
+    assert "is nested more than 100 levels deep" in response.json()["detail"]
+    if depth < 500:  # deeper, Python's own parser gives up first, before any place is known
+        assert response.json()["field"] == "config.value"
     token = world.token(world.acme)
     live = post_json_text(Client(), "/api/w/acme/live/sessions/s1/events",
                           '{"events": [{"data": {"x": %s}}]}' % nested, token=token)
@@ -190,3 +192,13 @@ def test_ordinary_input_still_passes(world, acme):
     response = post_json_text(acme, "/api/w/acme/rules", json.dumps(
         {"name": "r", "formula": "G a", "description": "deep " + "[" * 50 + "]" * 50}))
     assert response.status_code == 201
+
+
+def test_a_form_posted_to_the_live_route_is_a_415_not_a_server_error(world):
+    # The boundary reads a form's fields before any view: the live route's raw body is gone.
+    token = world.token(world.acme, by="ann")
+    response = Client().post("/api/w/acme/live/sessions/s1/events",
+                             {"events": "x", "file": SimpleUploadedFile("a.txt", b"x")},
+                             headers={"Authorization": f"Bearer {token}"})
+    assert response.status_code == 415
+    assert "JSON" in response.json()["detail"]
