@@ -20,6 +20,6 @@ def test_sign_in_and_see_the_workspace_with_my_roles(browser, live_server, trans
     assert heading.text == "Payments"
     assert browser.current_url.endswith("/w/payments/")
     badges = [b.text for b in browser.find_elements(By.CSS_SELECTOR, "main .badge")]
-    assert badges == ["auditor", "author", "reviewer"]
+    assert badges == ["admin", "auditor", "author", "reviewer"]
     # The page loaded htmx under the strict policy (no CSP violation blocked it).
     assert browser.execute_script("return typeof window.htmx") == "object"
