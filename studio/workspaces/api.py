@@ -119,11 +119,10 @@ def _people_only(request):
 
 def _member(workspace: Workspace, username: str):
     """The member named ``username``, or 404."""
-    membership = (Membership.objects.select_related("user")
-                  .filter(workspace=workspace, user__username=username).first())
-    if membership is None:
+    user = services.find_member(workspace, username)
+    if user is None:
         raise Http404("no such member")
-    return membership.user
+    return user
 
 
 @router.get("{slug}/members", response=list[MemberOut],

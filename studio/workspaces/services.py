@@ -110,6 +110,13 @@ def _keep_an_admin(workspace: Workspace, user, after: set[str]) -> None:
                        f"{workspace.slug!r}: make someone else an admin first", field="roles")
 
 
+def find_member(workspace: Workspace, username: str):
+    """The member of ``workspace`` named ``username``, or None (an account elsewhere too)."""
+    membership = (Membership.objects.select_related("user")
+                  .filter(workspace=workspace, user__username=username).first())
+    return membership.user if membership is not None else None
+
+
 def find_user(username: str):
     from studio.api.core import ServiceError
 

@@ -15,7 +15,7 @@ from studio.api.core import ServiceError
 from studio.web.access import actor, workspace_page
 
 from . import services
-from .models import ApiToken, Membership, Role, WebhookSecret
+from .models import ApiToken, Role, WebhookSecret
 
 ROLE_HELP = {
     Role.AUTHOR: "writes rules and submits them for review",
@@ -65,11 +65,10 @@ def members(request: HttpRequest, slug: str):
 
 
 def _member_user(workspace, username: str):
-    membership = (Membership.objects.select_related("user")
-                  .filter(workspace=workspace, user__username=username).first())
-    if membership is None:
+    user = services.find_member(workspace, username)
+    if user is None:
         raise Http404("no such member")
-    return membership.user
+    return user
 
 
 @login_required
