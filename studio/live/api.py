@@ -221,7 +221,9 @@ def check_candidates(request: HttpRequest, slug: str, session_id: str):
              summary="End a live session: each rule gets its end verdict; later events get 409",
              description="Authenticated as the events route (bearer token or signed webhook); "
                          "the body is ignored.  Ending an ended session changes nothing.",
-             openapi_extra={"security": [{"BearerAuth": []}, {}]})
+             openapi_extra={"security": [{"BearerAuth": []}, {}], "requestBody": {
+                 "required": False, "description": "ignored (a signature covers it)",
+                 "content": {"application/json": {"schema": {"type": "object"}}}}})
 def end_session(request: HttpRequest, slug: str, session_id: str):
     def run():
         raw = intake.raw_body(request)

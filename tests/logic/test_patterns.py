@@ -50,8 +50,8 @@ def oracle_trace(events: list[dict]) -> list[tuple[set, dict]]:
     return [(set(e.get("labels", ())), e) for e in events]
 
 
-def monitor(formula, events):
-    m = SessionMonitor(RuleSet([("rule", formula)]))
+def monitor(formula, events, counting=None):
+    m = SessionMonitor(RuleSet([("rule", formula, counting)]))
     for event in events:
         m.feed(event)
     (result,) = m.results()
@@ -114,12 +114,15 @@ def test_must_call_before_violated_when_then_comes_first():
 
 
 def test_must_call_before_reports_later_calls_after_a_satisfied_round():
-    # TRAC_R (paper 000, Algorithm 2) restarts the rule after *any* verdict, satisfaction
-    # included: once `auth` satisfied the rule, the restarted round sees `pay` with no `auth`
-    # before it.  The session's verdict is still satisfied; the restart only counts repeats.
-    result = check(must_call_before("auth", "pay"), session([call("auth")], [call("pay")]), True)
+    # The default counting for a rule that is not G (after_violation) keeps a met rule met:
+    # `auth` then `pay` is no violation.  Counted after every verdict (TRAC_R, paper 000,
+    # Algorithm 2, which was the default before counting became a choice), the restarted round
+    # sees `pay` with no `auth` before it.
+    events = session([call("auth")], [call("pay")])
+    result = check(must_call_before("auth", "pay"), events, True, [])
     assert result.verdict == SATISFIED
-    assert [(v.trigger, v.detected) for v in result.violations] == [(1, 1)]
+    again = monitor(must_call_before("auth", "pay"), events, "every_verdict")
+    assert [(v.trigger, v.detected) for v in again.violations] == [(1, 1)]
 
 
 def test_must_call_once_satisfied_by_a_single_call():
@@ -249,9 +252,12 @@ def test_constrained_response_violated_by_q_before_r_or_by_a_missing_r():
 
 def test_precedence():
     f = precedence("p", "q")
-    # TRAC_R restarts after the satisfying p, and its new round counts the q at step 2
+    # Met by p at step 1 and, counted after each violation only (the default), met for good;
+    # counted after every verdict the new round counts the q at step 2
     # (see test_must_call_before_reports_later_calls_after_a_satisfied_round).
-    check(f, session([], ["p"], ["q"]), True, [(2, 2)])
+    check(f, session([], ["p"], ["q"]), True, [])
+    assert [(v.trigger, v.detected) for v in monitor(f, session([], ["p"], ["q"]),
+                                                     "every_verdict").violations] == [(2, 2)]
     check(f, session(["p", "q"]), True, [])      # q at the step of p
     check(f, session([], ["r"]), True, [])       # neither
     check(f, session([], ["q"], ["p"]), False, [(0, 1)])

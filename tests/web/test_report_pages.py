@@ -242,9 +242,11 @@ def test_csv_and_json_exports(team, run):
     assert response["Content-Type"].startswith("text/csv")
     assert response["Content-Disposition"] == f'attachment; filename="audit-{run.id}.csv"'
     table = list(csv.reader(io.StringIO(b"".join(response.streaming_content).decode())))
-    assert table[0] == ["session_id", "session", "steps", "logs_out final",
-                        "logs_out violations", "no_delete final", "no_delete violations",
-                        "respond final", "respond violations"]
+    # Per rule: its one verdict in the session, the LTLf verdict at the end, the violations.
+    assert table[0] == ["session_id", "session", "steps",
+                        "logs_out verdict", "logs_out final", "logs_out violations",
+                        "no_delete verdict", "no_delete final", "no_delete violations",
+                        "respond verdict", "respond final", "respond violations"]
     rows = {row[1]: row for row in table[1:]}
     assert rows["a"][2:] == ["4", "violated", "1", "satisfied", "0", "violated", "1"]
     # The formula-injection guard: the session id cannot run in a spreadsheet.
