@@ -3,6 +3,7 @@ as each rule's current verdict and residual, the polled rows follow, and outside
 
 from __future__ import annotations
 
+import html as html_module
 import re
 
 import pytest
@@ -45,16 +46,18 @@ def setup(django_user_model):
 
 
 def rule_states(html: str, session: str) -> dict[str, str]:
-    """``rule -> "verdict | residual"`` for one session's row of the live table."""
+    """``rule -> "verdict words | residual in words | formula"`` for one session's row of the
+    live table."""
     row = re.search(rf'<th scope="row">(?:<a [^>]*>)?{re.escape(session)}(?:</a>)?</th>(.*?)</tr>',
                     html, re.DOTALL)
     assert row, f"no row for {session}"
     states = {}
-    for rule, verdict, residual in re.findall(
+    for rule, verdict, reading, residual in re.findall(
             r'<span class="rule-name">([^<]+)</span>\s*<span class="badge-verdict [^"]+">'
-            r'([^<]+)</span>.*?still required: <code class="formula">([^<]*)</code>',
-            row.group(1), re.DOTALL):
-        states[rule] = f"{verdict} | {residual}"
+            r'<span aria-hidden="true">[^<]*</span> ([^<]+)</span>.*?'
+            r'<span class="residual">Rest of the session: ([^<]*)</span>.*?'
+            r'<code class="formula">([^<]*)</code>', row.group(1), re.DOTALL):
+        states[rule] = f"{verdict} | {html_module.unescape(reading)} | {residual}"
     return states
 
 
@@ -69,21 +72,27 @@ def test_a_sessions_verdict_changes_as_events_arrive(setup):
     assert agent.post("agent-7", [{"event_id": "e1", "output": {"tool": "search"}}]
                       ).status_code == 200
     page = owner.get("/w/acme/live/").content.decode()
+    owes_no_delete = ("not decided yet: session still open | still owed: at the next step and "
+                      "every later one: tool_call:delete does not hold. | G !tool_call:delete")
     assert rule_states(page, "agent-7") == {
-        "no_delete": "pending | G !tool_call:delete",
-        "pay_before_ship": "pending | !tool_call:ship W tool_call:pay",
+        "no_delete": owes_no_delete,
+        "pay_before_ship": "not decided yet: session still open | still owed: at every step "
+                           "from the next one until tool_call:pay holds (forever if that never "
+                           "happens): tool_call:ship does not hold. | !tool_call:ship W "
+                           "tool_call:pay",
     }
     assert agent.post("agent-7", [{"event_id": "e2", "output": {"tool": "ship"}}]
                       ).status_code == 200
     rows = owner.get("/w/acme/live/rows?page=1")
     assert rows.status_code == 200 and "<html" not in rows.content.decode()
     states = rule_states(rows.content.decode(), "agent-7")
-    assert states["pay_before_ship"] == "violated | false"
-    assert states["no_delete"] == "pending | G !tool_call:delete"
+    assert states["pay_before_ship"] == "violated | can no longer be met | false"
+    assert states["no_delete"] == owes_no_delete
     # A repeated delivery changes nothing; the row also says how many events and violations.
     agent.post("agent-7", [{"event_id": "e2", "output": {"tool": "ship"}}])
     html = owner.get("/w/acme/live/rows").content.decode()
-    assert rule_states(html, "agent-7")["pay_before_ship"] == "violated | false"
+    assert rule_states(html, "agent-7")["pay_before_ship"] == (
+        "violated | can no longer be met | false")
     assert re.search(r"agent-7(</a>)?</th>\s*<td>2</td>", html)
 
 
@@ -102,7 +111,7 @@ def test_a_state_built_for_earlier_rule_versions_is_shown_and_said_to_be_stale(s
     setup["agent"].post("s1", [{"event_id": "e1", "output": {"tool": "delete"}}])
     approve(setup["workspace"], None, "no_delete", "G !tool_call:drop")  # a newer version
     html = setup["owner"].get("/w/acme/live/rows").content.decode()
-    assert rule_states(html, "s1")["no_delete"] == "violated | false"
+    assert rule_states(html, "s1")["no_delete"] == "violated | can no longer be met | false"
     assert "Monitored against earlier rule versions" in html
 
 
