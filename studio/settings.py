@@ -88,6 +88,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "studio.web.middleware.RetryAfterOn503",
     "csp.middleware.CSPMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -210,15 +211,15 @@ CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = {"visibility_timeout": celery_visibili
 AUDIT_STALL_SECONDS = env_number("AUDIT_STALL_SECONDS", CELERY_TASK_TIME_LIMIT + 5 * 60,
                                  minimum=1)
 AUDIT_SWEEP_SECONDS = env_number("AUDIT_SWEEP_SECONDS", 60.0, float, minimum=1)
+LIVE_IDLE_SWEEP_SECONDS = env_number("LIVE_IDLE_SWEEP_SECONDS", 60.0, float, minimum=1)
 CELERY_BEAT_SCHEDULE = {
     "requeue-stalled-work": {"task": "worker.audits.requeue_stalled_work",
-LIVE_IDLE_SWEEP_SECONDS = env_number("LIVE_IDLE_SWEEP_SECONDS", 60.0, float, minimum=1)
                              "schedule": AUDIT_SWEEP_SECONDS},
-}
-CELERY_BEAT_SCHEDULE_FILENAME = env_str("CELERY_BEAT_SCHEDULE_FILENAME",
     # Live sessions idle past their workspace's live_inactivity_minutes get their end verdicts.
     "end-idle-live-sessions": {"task": "worker.live.end_idle_live_sessions",
                                "schedule": LIVE_IDLE_SWEEP_SECONDS},
+}
+CELERY_BEAT_SCHEDULE_FILENAME = env_str("CELERY_BEAT_SCHEDULE_FILENAME",
                                         str(BASE_DIR / "var" / "celerybeat-schedule"))
 
 # How long a server process trusts a token it has verified (revocation reaches other processes

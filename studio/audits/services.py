@@ -39,7 +39,7 @@ from datetime import timedelta
 from functools import partial
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import DatabaseError, InterfaceError, OperationalError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
@@ -221,15 +221,24 @@ def pinned_labelers(snapshot: list[dict]) -> list[dict]:
 
 
 def resume_audit(run: AuditRun, by=None) -> int:
-    """Enqueue again every batch of the run that is neither done nor failed (after a broker
-    outage lost its messages, say); duplicates are harmless.  Returns how many."""
-    if run.status in (RunStatus.DONE, RunStatus.FAILED):
-        raise ServiceError(f"audit {run.id} is {run.status}; nothing to resume", status=409)
-    ids = list(run.batches.filter(status__in=[BatchStatus.PENDING, BatchStatus.RUNNING])
-               .values_list("id", flat=True))
+    """Enqueue again every batch of the run that is not done: those a broker outage lost, and,
+    for a failed run, the failed ones, which start again with fresh attempts (the run is
+    running again and completes like any other).  Duplicates are harmless.  Returns how many."""
     with transaction.atomic():
-        AuditRun.objects.filter(pk=run.pk).update(error="", requeued_at=timezone.now())
-        record(run.workspace, by, "audit.resumed", run, batches=len(ids))
+        run = AuditRun.objects.select_for_update().select_related("workspace").get(pk=run.pk)
+        if run.status == RunStatus.DONE:
+            raise ServiceError(f"audit {run.id} is done; nothing to resume", status=409)
+        failed = 0
+        if run.status == RunStatus.FAILED:
+            failed = run.batches.filter(status=BatchStatus.FAILED).update(
+                status=BatchStatus.PENDING, attempts=0, error="", finished_at=None)
+            run.status, run.finished_at = RunStatus.RUNNING, None
+        ids = list(run.batches.filter(status__in=[BatchStatus.PENDING, BatchStatus.RUNNING])
+                   .values_list("id", flat=True))
+        run.error, run.requeued_at = "", timezone.now()
+        run.save(update_fields=["status", "finished_at", "error", "requeued_at"])
+        record(run.workspace, by, "audit.resumed", run, batches=len(ids),
+               failed_batches=failed)
         transaction.on_commit(partial(_enqueue, run.id, ids))
     return len(ids)
 
@@ -471,12 +480,17 @@ def _answer_group(group: list[tuple], labeling: Labeling, provenance: list | Non
                               for row, answer in zip(group, answers))
 
 
-def run_batch(batch_id: int, force: bool = False) -> str:
+def run_batch(batch_id: int, force: bool = False, after_lost_connection: bool = False) -> str:
     """Run one batch (what the Celery task calls).  Returns what happened: "done", "duplicate"
     (already done, nothing changed), "replaced" (``force`` on a done batch: results recomputed
     and replaced, progress unchanged), "failed" or "gone".  Raises ``BatchRetry`` when this
-    attempt failed and the batch may be tried again."""
-    batch = _claim(batch_id, force)
+    attempt failed and the batch may be tried again.
+
+    A lost database connection (Postgres restarted, the connection terminated) is not the
+    batch's fault: it is raised as it is, the broken connection closed, and the task runs the
+    batch again with ``after_lost_connection``, which claims it without spending an attempt
+    (the task bounds those reruns by time, ``AUDIT_STALL_SECONDS``)."""
+    batch = _claim(batch_id, force, spend=not after_lost_connection)
     if isinstance(batch, str):
         return batch
     run = batch.run
@@ -487,6 +501,16 @@ def run_batch(batch_id: int, force: bool = False) -> str:
             results = compute_batch(batch.session_ids, ruleset, labeling, version_ids,
                                     provenance)
         return _store(batch, results, force, provenance)
+    except (OperationalError, InterfaceError) as exc:
+        log.warning("audit batch %s (run %s): the database connection was lost; it runs again "
+                    "without counting an attempt", batch.id, run.id, exc_info=True)
+        _drop_broken_connection()
+        try:  # the reason, should the attempts count again and run out (best effort)
+            AuditBatch.objects.filter(pk=batch.pk).update(
+                error=f"{type(exc).__name__}: {exc}"[:ERROR_LIMIT])
+        except DatabaseError:
+            _drop_broken_connection()
+        raise
     except Exception as exc:
         reason = f"{type(exc).__name__}: {exc}"[:ERROR_LIMIT]
         log.exception("audit batch %s (run %s) attempt %s failed", batch.id, run.id,
@@ -498,12 +522,25 @@ def run_batch(batch_id: int, force: bool = False) -> str:
         raise BatchRetry(reason) from exc
 
 
-def _claim(batch_id: int, force: bool) -> AuditBatch | str:
+def _drop_broken_connection() -> None:
+    """Close a connection that failed, so the next query opens a new one (a worker has no
+    request cycle to do it).  Not inside a transaction someone else holds (in-process tasks)."""
+    if not connection.in_atomic_block:
+        connection.close_if_unusable_or_obsolete()
+
+
+def _claim(batch_id: int, force: bool, spend: bool = True) -> AuditBatch | str:
     now = timezone.now()
-    claimed = (AuditBatch.objects
-               .filter(pk=batch_id, status__in=[BatchStatus.PENDING, BatchStatus.RUNNING],
-                       attempts__lt=settings.AUDIT_MAX_ATTEMPTS)
-               .update(attempts=F("attempts") + 1, status=BatchStatus.RUNNING, started_at=now))
+    if spend:
+        claimed = (AuditBatch.objects
+                   .filter(pk=batch_id, status__in=[BatchStatus.PENDING, BatchStatus.RUNNING],
+                           attempts__lt=settings.AUDIT_MAX_ATTEMPTS)
+                   .update(attempts=F("attempts") + 1, status=BatchStatus.RUNNING,
+                           started_at=now))
+    else:  # the attempt the lost connection interrupted goes on
+        claimed = (AuditBatch.objects
+                   .filter(pk=batch_id, status__in=[BatchStatus.PENDING, BatchStatus.RUNNING])
+                   .update(status=BatchStatus.RUNNING, started_at=now))
     batch = AuditBatch.objects.select_related("run").filter(pk=batch_id).first()
     if batch is None:
         return "gone"  # its run was deleted

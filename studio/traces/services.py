@@ -235,15 +235,21 @@ def enqueue_parse(upload_id: int) -> None:
     try:
         parse_upload_task.delay(upload_id)
     except BrokerError:
-        # The upload is stored and stays "received"; uploading the same file again enqueues it.
+        # The upload is stored and stays "received"; beat's sweeper enqueues it again within a
+        # minute or two (as does uploading the same file again).
         logger.warning("upload %s: the broker is unavailable; parsing not enqueued", upload_id)
+
+
+# An upload no worker has claimed this long after it was accepted is enqueued again.
+NEVER_STARTED_SECONDS = 60
 
 
 def requeue_stalled_uploads(stall_seconds: float | None = None) -> list[int]:
     """Enqueue again the parse of every upload still received or parsing whose last sign of
     life (created, claimed, requeued) is older than ``stall_seconds`` (default
     ``settings.AUDIT_STALL_SECONDS``, longer than a task may run): its task was lost.  A parse
-    that is in fact still running makes the duplicate stand down (``_Superseded``)."""
+    that is in fact still running makes the duplicate stand down (``_Superseded``).  An upload
+    never started is enqueued again sooner, after ``NEVER_STARTED_SECONDS``."""
     stall = settings.AUDIT_STALL_SECONDS if stall_seconds is None else stall_seconds
     now = timezone.now()
     cutoff = now - timedelta(seconds=stall)
@@ -251,11 +257,18 @@ def requeue_stalled_uploads(stall_seconds: float | None = None) -> list[int]:
     waiting = (Upload.objects.filter(status__in=[UploadStatus.RECEIVED, UploadStatus.PARSING],
                                      created_at__lt=cutoff)
                .exclude(started_at__gte=cutoff).exclude(requeued_at__gte=cutoff))
-    for upload in waiting.only("id", "requeued_at"):
+    # Never started a minute after it was received (or last enqueued): its task most likely
+    # never reached the broker (down when the upload was accepted).  Enqueued again once a
+    # minute until a worker claims it; a duplicate finds it claimed and does nothing.
+    recent = now - timedelta(seconds=NEVER_STARTED_SECONDS)
+    never_started = (Upload.objects.filter(status=UploadStatus.RECEIVED, started_at__isnull=True,
+                                           created_at__lt=recent)
+                     .exclude(requeued_at__gte=recent))
+    for upload in (waiting | never_started).only("id", "requeued_at"):
         if Upload.objects.filter(pk=upload.pk, requeued_at=upload.requeued_at).update(
                 requeued_at=now):
-            logger.warning("upload %s made no progress for %.0f s: parse enqueued again",
-                           upload.pk, stall)
+            logger.warning("upload %s not started, or no progress for %.0f s: parse enqueued "
+                           "again", upload.pk, stall)
             enqueue_parse(upload.pk)
             requeued.append(upload.pk)
     return requeued

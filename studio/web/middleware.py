@@ -1,6 +1,10 @@
-"""htmx and sign-in: a polling fragment whose session expired must not get the sign-in page
+"""Middleware of the pages and the API.
+
+htmx and sign-in: a polling fragment whose session expired must not get the sign-in page
 swapped into it.  For htmx requests, a redirect to the sign-in page becomes ``HX-Redirect``,
-which htmx follows with a whole-page navigation."""
+which htmx follows with a whole-page navigation.
+
+Every 503 (a database, task queue, labeler or disk briefly unavailable) says when to retry."""
 
 from django.conf import settings
 from django.http import HttpResponse
@@ -18,4 +22,19 @@ class HtmxSignInRedirect:
             redirect = HttpResponse(status=204)
             redirect["HX-Redirect"] = response["Location"]
             return redirect
+        return response
+
+
+# Seconds a client is asked to wait after a 503 that did not say (the live routes say their own).
+RETRY_AFTER_SECONDS = 30
+
+
+class RetryAfterOn503:
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        if response.status_code == 503 and not response.has_header("Retry-After"):
+            response["Retry-After"] = str(RETRY_AFTER_SECONDS)
         return response
