@@ -84,6 +84,9 @@ INSTALLED_APPS = [
     "studio.web",
     "csp",
     "template_partials",
+    # Only for its templates and static files: /api/docs serves Swagger UI from them, not from a
+    # CDN with an inline script (which the Content-Security-Policy below would block).
+    "ninja",
 ]
 
 MIDDLEWARE = [
