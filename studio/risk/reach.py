@@ -137,3 +137,21 @@ def reachability(matrix: sp.csr_matrix, target: np.ndarray, horizon: int | None 
     if horizon is None:
         return unbounded(matrix, target)
     return bounded(matrix, target, horizon)
+
+
+def reachable_within(matrix: sp.csr_matrix, sources: np.ndarray, cut: np.ndarray,
+                     steps: int | None = None) -> np.ndarray:
+    """States with a path into ``sources`` of at most ``steps`` transitions (any length when
+    None) that passes no ``cut`` state before its end (cut states are where answers stop)."""
+    sources = np.asarray(sources, dtype=bool)
+    graph = _without_rows(sp.csr_matrix(matrix), np.asarray(cut, dtype=bool))
+    if steps is None:
+        return _backward_reachable(graph, sources)
+    graph.data[:] = 1.0
+    found = sources.copy()
+    for _ in range(steps):
+        grown = found | (graph @ found.astype(np.float64) > 0)
+        if (grown == found).all():
+            break
+        found = grown
+    return found

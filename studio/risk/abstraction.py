@@ -1,0 +1,240 @@
+"""Abstract states from monitored sessions, with no modelling by the user (paper 004, section 3.2).
+
+An abstract state is what the rule set itself distinguishes at a step: the atoms the rules read
+that hold there (data atoms by their text), and each rule's monitor configuration - the residual
+of its violation monitor (TRAC_R, or instance-level monitoring for ``G phi`` rules, as the rule's
+counting says), the past operators' memory, and whether the rule has settled or restarted.  So
+"a payment is pending approval" is a state: the residual still owes the approval.  The user may
+narrow the atoms to those they pick; the monitor configurations always stay.
+
+A state is unsafe for a rule when the rule's verdict at that step is violated (a violation found
+there, or a violation that stands).  Every session starts in the start state (the monitors'
+initial configuration) and, with ``end_of_session``, ends in an end state that records which
+rules the end of the session violates (an obligation still open, per LTLf).
+
+Validity (what smoothing may add): a transition i -> j is valid when some label set whose picked
+atoms are j's takes every rule's monitor from i's configuration to j's, with j's verdicts, and no
+declared exclusion forbids that label set (for example two tool calls in one step).  The monitors
+are deterministic, so with no narrowing the label set is j's own.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from studio.logic.formula import FALSE
+from studio.monitor import InstanceMonitor, RuleSet, SessionMonitor, TracR
+
+# With more unpicked atoms than this, validity tries the label sets seen in the sessions instead
+# of every subset of the unpicked atoms.
+HIDDEN_ATOM_ENUMERATION_LIMIT = 10
+
+
+@dataclass(frozen=True)
+class AbstractState:
+    kind: str                       # "start", "step" or "end"
+    labels: tuple[str, ...]         # the picked atoms holding at the step, sorted
+    monitors: tuple[tuple, ...]     # per rule, its monitor's configuration (text and flags)
+    violated: tuple[bool, ...]      # per rule, violated at this step (at the end, by ending)
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "labels": list(self.labels),
+                "monitors": [list(m) for m in self.monitors], "violated": list(self.violated)}
+
+    @classmethod
+    def from_json(cls, data: Mapping) -> AbstractState:
+        return cls(data["kind"], tuple(data["labels"]),
+                   tuple(_frozen(m) for m in data["monitors"]), tuple(data["violated"]))
+
+
+def _frozen(value):
+    return tuple(_frozen(v) for v in value) if isinstance(value, list) else value
+
+
+def monitor_config(monitor) -> tuple:
+    """A violation monitor's configuration as text and flags: equal configurations behave the
+    same on every future step."""
+    carry = monitor.carry
+    carry_values = tuple(carry.values) if carry is not None else None
+    if isinstance(monitor, InstanceMonitor):
+        return ("instances", carry_values,
+                tuple(sorted(state.residual.text for state in monitor.groups)))
+    return ("round", monitor.state.residual.text, carry_values, monitor.settled,
+            monitor.round_start > 0)
+
+
+def _violated_now(monitor, found_now: bool) -> bool:
+    if found_now:
+        return True
+    return isinstance(monitor, TracR) and monitor.settled and monitor.state.residual is FALSE
+
+
+class Abstraction:
+    """The abstraction of one rule set (optionally narrowed to picked atoms)."""
+
+    def __init__(self, ruleset: RuleSet, atoms: Iterable[str] | None = None,
+                 exclusions: Iterable[Iterable[str]] = (), end_of_session: bool = True):
+        self.ruleset = ruleset
+        self.rules = [rule.name for rule in ruleset.rules]
+        # Everything the rules read, by text: plain atoms and data atoms (comparisons).
+        # (``rule.atoms`` counts a past subformula as one computed atom: look inside.)
+        self.readable: dict[str, object] = {
+            g.name: g.name for rule in ruleset.rules for g in rule.formula.subformulas()
+            if g.op == "atom"}
+        self.readable.update((c.text, c) for c in ruleset.comparisons)
+        if atoms is None:
+            picked = set(self.readable)
+        else:
+            picked = set(atoms)
+            unknown = sorted(picked - set(self.readable))
+            if unknown:
+                raise ValueError(f"atoms: {', '.join(unknown)} not read by any rule of the set "
+                                 f"(the rules read: {', '.join(sorted(self.readable))})")
+        self.picked = frozenset(picked)
+        self.hidden = tuple(sorted(set(self.readable) - self.picked))
+        self.exclusions = [frozenset(group) for group in exclusions]
+        for k, group in enumerate(self.exclusions):
+            if len(group) < 2:
+                raise ValueError(f"exclusions[{k}]: an exclusion names two atoms or more")
+        self.end_of_session = end_of_session
+        self.seen_label_sets: set[tuple[str, ...]] = set()   # full (readable) label sets
+        self._rule_steps: dict[tuple, tuple[tuple, bool]] = {}
+        self._rule_ends: dict[tuple, bool] = {}
+
+    # -- states of sessions ---------------------------------------------------------------
+
+    def start(self) -> AbstractState:
+        monitor = SessionMonitor(self.ruleset, witnesses=False)
+        return AbstractState("start", (),
+                             tuple(monitor_config(m) for m in monitor.violation_monitors),
+                             tuple(False for _ in self.rules))
+
+    def _readable_texts(self, labels: Iterable) -> tuple[str, ...]:
+        texts = (x if isinstance(x, str) else x.text for x in labels)
+        return tuple(sorted(t for t in texts if t in self.readable))
+
+    def current(self, monitor: SessionMonitor, labels: Iterable = (),
+                found: Iterable[str] = ()) -> AbstractState:
+        """The abstract state of a session monitor after a step with ``labels`` in which the
+        rules named in ``found`` reported a violation."""
+        found = set(found)
+        full = self._readable_texts(labels)
+        return AbstractState(
+            "step" if monitor.steps else "start",
+            tuple(t for t in full if t in self.picked),
+            tuple(monitor_config(m) for m in monitor.violation_monitors),
+            tuple(_violated_now(m, name in found)
+                  for name, m in zip(self.rules, monitor.violation_monitors)))
+
+    def session(self, events: Iterable[Mapping]) -> list[AbstractState]:
+        """The abstract trace of one session: the start state, one state per event and, with
+        ``end_of_session``, the end state."""
+        monitor = SessionMonitor(self.ruleset, witnesses=False)
+        trace = [self.start()]
+        for event in events:
+            labels = monitor.labels_for(event)
+            changes = monitor.feed(event)
+            self.seen_label_sets.add(self._readable_texts(labels))
+            trace.append(self.current(monitor, labels,
+                                      (c["rule"] for c in changes if "violation" in c)))
+        if self.end_of_session and len(trace) > 1:
+            trace.append(self.end(trace[-1]))
+        return trace
+
+    # -- stepping abstract states (validity, prediction) ------------------------------------
+
+    def _restore(self, index: int, config: tuple):
+        machines = self.ruleset.machines[index]
+        if config[0] == "instances":
+            _, carry, residuals = config
+            return InstanceMonitor.from_json(machines, {
+                "steps": 1, "carry": list(carry) if carry is not None else None,
+                "groups": [{"residual": r, "obligations": [{"trigger": 0, "witness": []}]}
+                           for r in residuals],
+                "violations": []}, witnesses=False)
+        _, residual, carry, settled, restarted = config
+        return TracR.from_json(machines, {
+            "residual": residual, "carry": list(carry) if carry is not None else None,
+            "steps": 1, "round_start": 1 if restarted else 0, "settled": settled,
+            "witness": [], "violations": [], "satisfactions": []})
+
+    def _rule_step(self, index: int, config: tuple, labels: tuple[str, ...]
+                   ) -> tuple[tuple, bool]:
+        key = (index, config, labels)
+        found = self._rule_steps.get(key)
+        if found is None:
+            monitor = self._restore(index, config)
+            label_set = self.ruleset.label_set(self.readable[t] for t in labels)
+            verdict = monitor.update(label_set)
+            violated = verdict > 0 if isinstance(monitor, InstanceMonitor) else (
+                verdict == "violated")
+            found = self._rule_steps[key] = (monitor_config(monitor), violated)
+        return found
+
+    def step(self, state: AbstractState, labels: Iterable) -> AbstractState:
+        """The state after ``state`` when the next step's labels are ``labels`` (names of atoms
+        and data atoms, or a label set from ``SessionMonitor.labels_for``)."""
+        if state.kind == "end":
+            raise ValueError("a session that ended takes no further step")
+        full = self._readable_texts(labels)
+        moved = [self._rule_step(i, config, full) for i, config in enumerate(state.monitors)]
+        return AbstractState("step", tuple(t for t in full if t in self.picked),
+                             tuple(c for c, _ in moved), tuple(v for _, v in moved))
+
+    def end(self, state: AbstractState) -> AbstractState:
+        """The end state a session reaches by ending in ``state``."""
+        violated = []
+        for index, config in enumerate(state.monitors):
+            key = (index, config)
+            found = self._rule_ends.get(key)
+            if found is None:
+                found = self._rule_ends[key] = bool(
+                    self._restore(index, config).end_violations())
+            violated.append(found)
+        return AbstractState("end", (), (), tuple(violated))
+
+    def allowed(self, labels: Iterable[str]) -> bool:
+        """No declared exclusion forbids these atoms holding together in one step."""
+        present = set(labels)
+        return all(len(group & present) < 2 for group in self.exclusions)
+
+    def candidate_label_sets(self, states: Sequence[AbstractState]) -> list[tuple[str, ...]]:
+        """Full label sets a step may carry, for validity: the picked part of some state
+        completed by every subset of the unpicked atoms (or by what the sessions showed)."""
+        visible = {s.labels for s in states if s.kind == "step"}
+        if not self.hidden:
+            candidates = visible
+        elif len(self.hidden) <= HIDDEN_ATOM_ENUMERATION_LIMIT:
+            candidates = {tuple(sorted(v + extra)) for v in visible
+                          for size in range(len(self.hidden) + 1)
+                          for extra in itertools.combinations(self.hidden, size)}
+        else:
+            candidates = set(self.seen_label_sets)
+        return sorted(c for c in candidates if self.allowed(c))
+
+    def valid_transitions(self, states: Sequence[AbstractState]) -> sp.csr_matrix:
+        """The states x states matrix of valid transitions (1 where valid)."""
+        index = {s: i for i, s in enumerate(states)}
+        candidates = self.candidate_label_sets(states)
+        sources, targets = [], []
+        for i, state in enumerate(states):
+            if state.kind == "end":
+                continue
+            reached = set()
+            for labels in candidates:
+                j = index.get(self.step(state, labels))
+                if j is not None:
+                    reached.add(j)
+            if self.end_of_session and state.kind == "step":
+                j = index.get(self.end(state))
+                if j is not None:
+                    reached.add(j)
+            sources.extend([i] * len(reached))
+            targets.extend(reached)
+        n = len(states)
+        return sp.csr_matrix((np.ones(len(sources)), (sources, targets)), shape=(n, n))

@@ -1,0 +1,155 @@
+"""The learned predictor (paper 004): a DTMC over abstract states, its reachability risks solved
+once and cached, and the answer a live decision asks for - the probability that a rule (or any
+rule) is violated within k steps of the state a candidate next event leads to, and whether the
+PAC bound backs that number.
+
+An answer is backed when the states it depends on were observed often enough (equation 2): the
+state itself and every state it can reach, within the horizon and before a violation, that is not
+absorbing.  A state the sessions never showed has no learned future: its answer is not backed and
+carries no probability unless the candidate itself violates a rule there (then it is 1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from studio.monitor import SessionMonitor
+
+from . import pac
+from .abstraction import AbstractState, Abstraction
+from .dtmc import LearnedChain, learn
+from .reach import reachability, reachable_within
+
+ANY_RULE = "*"
+
+
+@dataclass
+class RiskAnswer:
+    horizon: int | None
+    risk: dict[str, float | None]     # per rule name, and ANY_RULE for any rule
+    backed: bool                      # the PAC bound holds for every state the answer uses
+    known: bool                       # the state was seen in the learned sessions
+    state: int | None                 # its index in the model, when known
+    reason: str = ""
+    unbacked_states: list[int] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {"horizon": self.horizon, "risk": self.risk, "backed": self.backed,
+                "known": self.known, "state": self.state, "reason": self.reason}
+
+
+class RiskModel:
+    """A DTMC learned from sessions, with cached risks per (rule, horizon)."""
+
+    def __init__(self, abstraction: Abstraction, states: list[AbstractState],
+                 chain: LearnedChain, epsilon: float = pac.EPSILON, delta: float = pac.DELTA):
+        self.abstraction = abstraction
+        self.states = states
+        self.index = {s: i for i, s in enumerate(states)}
+        self.chain = chain
+        self.epsilon, self.delta = epsilon, delta
+        violated = np.array([s.violated for s in states], dtype=bool).reshape(
+            len(states), len(abstraction.rules))
+        self.unsafe = {name: violated[:, i] for i, name in enumerate(abstraction.rules)}
+        self.unsafe[ANY_RULE] = violated.any(axis=1)
+        self.enough = chain.has_enough_samples(epsilon, delta)
+        self._risk: dict[tuple[str, int | None], np.ndarray] = {}
+        self._unbacked: dict[tuple[str, int | None], np.ndarray] = {}
+
+    @classmethod
+    def learn(cls, abstraction: Abstraction, sessions: Iterable[Iterable[Mapping]],
+              alpha: float = 1.0, epsilon: float = pac.EPSILON, delta: float = pac.DELTA
+              ) -> RiskModel:
+        """Abstract every session, learn the smoothed DTMC over the states they show."""
+        traces = [abstraction.session(events) for events in sessions]
+        states: list[AbstractState] = []
+        index: dict[AbstractState, int] = {}
+        for trace in traces:
+            for state in trace:
+                if state not in index:
+                    index[state] = len(states)
+                    states.append(state)
+        numbered = [[index[s] for s in trace] for trace in traces]
+        absorbing = np.array([s.kind == "end" for s in states], dtype=bool)
+        chain = learn(numbered, len(states), abstraction.valid_transitions(states), alpha,
+                      absorbing)
+        return cls(abstraction, states, chain, epsilon, delta)
+
+    # -- cached solutions ---------------------------------------------------------------------
+
+    def risks(self, rule: str = ANY_RULE, horizon: int | None = None) -> np.ndarray:
+        """Per state, the probability of a violation of ``rule`` within ``horizon`` steps
+        (ever, when None); solved on first use and kept."""
+        key = (rule, horizon)
+        found = self._risk.get(key)
+        if found is None:
+            if rule not in self.unsafe:
+                raise ValueError(f"rule: {rule!r} is not in the model's rule set")
+            found = self._risk[key] = reachability(self.chain.matrix, self.unsafe[rule],
+                                                   horizon)
+        return found
+
+    def unbacked(self, rule: str = ANY_RULE, horizon: int | None = None) -> np.ndarray:
+        """Per state: whether the answer from it uses a state without enough samples."""
+        key = (rule, horizon)
+        found = self._unbacked.get(key)
+        if found is None:
+            short = ~self.enough & ~self.unsafe[rule]
+            found = self._unbacked[key] = reachable_within(self.chain.matrix, short,
+                                                           self.unsafe[rule], horizon)
+        return found
+
+    def prepare(self, horizon: int | None) -> None:
+        """Solve every rule's risk at ``horizon`` now, so that decisions are lookups."""
+        for rule in self.unsafe:
+            self.risks(rule, horizon)
+            self.unbacked(rule, horizon)
+
+    # -- answers ------------------------------------------------------------------------------
+
+    def answer(self, state: AbstractState, horizon: int | None) -> RiskAnswer:
+        """The risk from ``state`` (the state a candidate leads to)."""
+        names = list(self.unsafe)
+        now = dict(zip(self.abstraction.rules, state.violated))
+        now[ANY_RULE] = any(state.violated)
+        i = self.index.get(state)
+        if i is None:
+            risk = {name: (1.0 if now[name] else None) for name in names}
+            return RiskAnswer(horizon, risk, False, False, None,
+                              "the sessions the model learned from never reached this state")
+        risk = {name: float(self.risks(name, horizon)[i]) for name in names}
+        backed = not self.unbacked(ANY_RULE, horizon)[i]
+        reason = ("every state this answer depends on has the samples the PAC bound asks for"
+                  if backed else
+                  "some states this answer depends on have fewer samples than the PAC bound "
+                  "asks for")
+        return RiskAnswer(horizon, risk, backed, True, i, reason)
+
+    def predict(self, monitor: SessionMonitor, candidate: Mapping, horizon: int | None
+                ) -> RiskAnswer:
+        """The risk if ``candidate`` (an event) is the session's next step.  ``monitor`` is the
+        session's monitor up to now; it is read, not advanced (stepping needs only its monitors'
+        configurations, not the atoms of its last step)."""
+        current = self.abstraction.current(monitor)
+        labels = monitor.labels_for(candidate)
+        return self.answer(self.abstraction.step(current, labels), horizon)
+
+    def to_json(self) -> dict:
+        """The model as data (states with their atoms, transitions with probabilities, samples
+        and the PAC verdict per state)."""
+        matrix = self.chain.matrix.tocoo()
+        samples = self.chain.samples()
+        needed = self.chain.samples_needed(self.epsilon, self.delta)
+        return {
+            "rules": list(self.abstraction.rules),
+            "epsilon": self.epsilon, "delta": self.delta, "alpha": self.chain.alpha,
+            "states": [{**s.to_json(), "samples": int(samples[i]),
+                        "samples_needed": float(needed[i]), "enough": bool(self.enough[i])}
+                       for i, s in enumerate(self.states)],
+            "transitions": [[int(i), int(j), float(p)]
+                            for i, j, p in zip(matrix.row, matrix.col, matrix.data)],
+        }
+
