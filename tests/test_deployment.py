@@ -1,0 +1,157 @@
+"""docker-compose.yml, read without Docker: every service that runs the studio's code runs it in
+an image where the project is installed, each program it starts exists there, and the settings
+start with the environment compose gives it (Postgres, Redis, nothing in-process).
+
+Docker does not run here, so this is the static part of `docker compose up`: before, beat ran
+`celery` in a bare python image (`celery: not found`) and the sweeper never ran.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+APP_SERVICES = ["web", "worker", "beat"]  # the ones that run the studio (not postgres, redis)
+
+
+def _service(name: str) -> dict:
+    return COMPOSE["services"][name]
+
+
+def _steps(command) -> list[list[str]]:
+    """The programs a compose command runs, each as its argv (``sh -c "a && b"`` unpacked)."""
+    argv = command if isinstance(command, list) else shlex.split(command)
+    if argv[:2] == ["sh", "-c"]:
+        return [shlex.split(part) for part in re.split(r"&&|;", argv[2])]
+    return [argv]
+
+
+def _dockerfile_of(service: dict) -> str:
+    build = service.get("build")
+    assert build is not None, "the service must be built from the Dockerfile, not a bare image"
+    context = build if isinstance(build, str) else build.get("context", ".")
+    name = "Dockerfile" if isinstance(build, str) else build.get("dockerfile", "Dockerfile")
+    return (ROOT / context / name).read_text()
+
+
+def _environment(service: dict) -> dict[str, str]:
+    env = service.get("environment") or {}
+    if isinstance(env, list):
+        env = dict(item.split("=", 1) for item in env)
+    return {key: str(value) for key, value in env.items()}
+
+
+def test_the_services_that_run_the_studio_are_the_ones_checked():
+    running = {name for name, service in COMPOSE["services"].items()
+               if any(step[0] in ("python", "celery") for step in
+                      _steps(service.get("command") or ["true"]))}
+    assert running == set(APP_SERVICES)
+
+
+@pytest.mark.parametrize("name", APP_SERVICES)
+def test_each_service_image_installs_the_project(name):
+    dockerfile = _dockerfile_of(_service(name))
+    lines = [line.strip() for line in dockerfile.splitlines()
+             if line.strip() and not line.lstrip().startswith("#")]
+    installs = [i for i, line in enumerate(lines)
+                if re.fullmatch(r"RUN pip install( --no-cache-dir)? (-e )?\.", line)]
+    assert installs, "the Dockerfile must `pip install` the project"
+    copied = " ".join(line for line in lines[:installs[0]] if line.startswith("COPY "))
+    for needed in ("pyproject.toml", "README.md", "studio", "worker"):  # what the build reads
+        assert needed in copied, f"{needed} is not in the image when the project is installed"
+    assert lines[0].startswith("FROM python:3.11"), "requires-python is >=3.11"
+
+
+@pytest.mark.parametrize("name", APP_SERVICES)
+def test_each_program_a_service_starts_exists_in_its_image(name):
+    from django.core.management import get_commands
+
+    dependencies = {re.split(r"[\[<>=~ ]", d, 1)[0].lower()
+                    for d in PYPROJECT["project"]["dependencies"]}
+    for argv in _steps(_service(name)["command"]):
+        program = argv[0]
+        if program == "python":
+            assert argv[1] == "manage.py", argv
+            assert argv[2] in get_commands(), f"no management command {argv[2]!r}"
+        elif program == "celery":
+            assert "celery" in dependencies  # installed with the project: the `celery` script
+            assert argv[1:3] == ["-A", "worker"] and argv[3] in ("worker", "beat"), argv
+        else:
+            pytest.fail(f"{name} runs {program!r}, which the image does not provide")
+
+
+@pytest.mark.parametrize("name", APP_SERVICES)
+def test_the_settings_start_with_the_environment_compose_gives(name):
+    # A fresh interpreter with only compose's variables (and PATH): what the container sees.
+    service = _service(name)
+    env = {"PATH": os.environ["PATH"], **_environment(service)}
+    probe = ("import django, json; django.setup()\n"
+             "from django.conf import settings\n"
+             "from worker.celery import app\n"
+             "app.loader.import_default_modules()\n"
+             "print(json.dumps({'engine': settings.DATABASES['default']['ENGINE'],\n"
+             "  'broker': settings.CELERY_BROKER_URL,\n"
+             "  'eager': getattr(settings, 'CELERY_TASK_ALWAYS_EAGER', False),\n"
+             "  'cache': settings.CACHES['default']['BACKEND'],\n"
+             "  'beat_tasks': [e['task'] for e in settings.CELERY_BEAT_SCHEDULE.values()],\n"
+             "  'tasks': sorted(app.tasks)}))\n")
+    result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT,
+                            env={**env, "DJANGO_SETTINGS_MODULE": "studio.settings"},
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
+    found = json.loads(result.stdout.strip().splitlines()[-1])
+    assert found["engine"] == "django.db.backends.postgresql"
+    assert found["broker"].startswith("redis://") and not found["eager"]
+    assert found["cache"].endswith("RedisCache")
+    # What beat sends, the worker knows (an unknown name would be dropped as unregistered).
+    assert set(found["beat_tasks"]) <= set(found["tasks"])
+    assert "worker.audits.run_audit_batch" in found["tasks"]
+
+
+def test_the_services_start_in_order_and_beat_runs_once():
+    for name in ("worker", "beat"):
+        assert _service(name)["depends_on"]["web"]["condition"] == "service_healthy", (
+            f"{name} needs the schema web migrates")
+    assert "deploy" not in _service("beat") or _service("beat")["deploy"].get("replicas", 1) == 1
+    dockerignore = (ROOT / ".dockerignore").read_text().split()
+    assert ".venv" in dockerignore and "db.sqlite3" in dockerignore
+
+
+def test_the_first_admin_can_be_created_by_a_command(db):
+    from django.core.management import call_command
+
+    from studio.workspaces.models import Membership, Workspace
+
+    os.environ["DJANGO_SUPERUSER_PASSWORD"] = "a long enough passphrase"
+    try:
+        call_command("create_workspace", "Payments", admin="alice", create_user=True)
+        call_command("create_workspace", "Payments", admin="alice")  # again: nothing new
+    finally:
+        del os.environ["DJANGO_SUPERUSER_PASSWORD"]
+    workspace = Workspace.objects.get(slug="payments")
+    roles = set(Membership.objects.filter(workspace=workspace, user__username="alice")
+                .values_list("role", flat=True))
+    assert roles == {"admin", "author", "reviewer", "auditor"}
+    from django.contrib.auth import authenticate
+
+    assert authenticate(username="alice", password="a long enough passphrase") is not None
+
+
+def test_an_unknown_admin_is_refused_with_what_to_do(db):
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match="createsuperuser"):
+        call_command("create_workspace", "Payments", admin="nobody")
