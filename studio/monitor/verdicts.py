@@ -19,6 +19,7 @@ How violations are counted is part of each rule version (``COUNTING_MODES``):
 
 from __future__ import annotations
 
+from studio.logic.progression import nnf
 from studio.logic.parser import FormulaSyntaxError, parse
 
 FIRST, AFTER_VIOLATION, EVERY_VERDICT, PER_INSTANCE = (
@@ -107,6 +108,7 @@ def effective_counting(counting: str | None, formula: str) -> str:
     if counting:
         return counting
     try:
-        return default_counting(parse(formula).op == "G")
+        # The form the monitors see: negation normal form (`!F p` is `G !p`).
+        return default_counting(nnf(parse(formula)).op == "G")
     except FormulaSyntaxError:
         return AFTER_VIOLATION

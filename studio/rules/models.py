@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from studio.monitor.verdicts import effective_counting
 from studio.workspaces.models import Workspace
 
 
@@ -72,6 +73,14 @@ class RuleVersion(models.Model):
         constraints = [models.UniqueConstraint(fields=["rule", "number"],
                                                name="version_number_unique")]
         ordering = ["rule_id", "number"]
+
+    def save(self, *args, **kwargs):
+        # Every stored version states its counting, however it was written (the services
+        # resolve it; a version created directly gets its formula's default), so the pages,
+        # the API and the database filter read one value.
+        if not self.counting:
+            self.counting = effective_counting("", self.formula)
+        super().save(*args, **kwargs)
 
 
 class RuleSet(models.Model):
