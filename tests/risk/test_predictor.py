@@ -1,0 +1,91 @@
+"""The learned predictor: risks from the state a candidate leads to, cached, PAC-backed or not."""
+
+import random
+
+import numpy as np
+import pytest
+
+from studio.monitor import RuleSet, SessionMonitor
+from studio.risk.abstraction import Abstraction
+from studio.risk.predictor import ANY_RULE, RiskModel
+from studio.risk.reach import reachability
+
+from .chains import enumerate_bounded
+
+RULES = [("approval", "G(pay -> O approved)"), ("reply", "G(ask -> F answer)")]
+
+
+def sessions(count, seed=0):
+    rng = random.Random(seed)
+    out = []
+    for _ in range(count):
+        out.append([{"labels": rng.sample(["pay", "approved", "ask", "answer", "other"],
+                                          rng.randint(0, 2))}
+                    for _ in range(rng.randint(1, 6))])
+    return out
+
+
+@pytest.fixture(scope="module")
+def model():
+    return RiskModel.learn(Abstraction(RuleSet(RULES)), sessions(400))
+
+
+def test_a_candidate_that_violates_a_rule_has_risk_one(model):
+    monitor = SessionMonitor(RuleSet(RULES))
+    answer = model.predict(monitor, {"labels": ["pay"]}, 3)
+    assert answer.known and answer.risk["approval"] == 1.0 and answer.risk[ANY_RULE] == 1.0
+    assert answer.backed   # nothing learned is needed to know it
+
+
+def test_risks_are_the_chain_reachability_and_cached(model):
+    monitor = SessionMonitor(RuleSet(RULES))
+    monitor.feed({"labels": ["ask"]})
+    answer = model.predict(monitor, {"labels": ["approved"]}, 2)
+    i = answer.state
+    expected = enumerate_bounded(model.chain.matrix, model.unsafe["reply"], 2)[i]
+    assert answer.risk["reply"] == pytest.approx(expected, abs=1e-12)
+    assert 0 < answer.risk["reply"] < 1 and answer.risk["approval"] == 0.0
+    assert model.risks("reply", 2) is model.risks("reply", 2)   # solved once
+    unbounded = model.predict(monitor, {"labels": ["approved"]}, None)
+    assert unbounded.risk["reply"] == pytest.approx(
+        reachability(model.chain.matrix, model.unsafe["reply"])[i])
+    assert unbounded.risk["reply"] >= answer.risk["reply"]
+
+
+def test_answers_say_whether_the_pac_bound_backs_them(model):
+    # 400 short sessions are far below equation 2's ~1,100 transitions per state.
+    monitor = SessionMonitor(RuleSet(RULES))
+    answer = model.predict(monitor, {"labels": ["answer"]}, 3)
+    assert answer.known and not answer.backed
+    assert "fewer samples" in answer.reason
+    rich = RiskModel.learn(Abstraction(RuleSet([("never", "G !pay")])),
+                           [[{"labels": []}] * 3 for _ in range(30)]
+                           + [[{"labels": ["pay"]}]], epsilon=0.3, delta=0.2)
+    calm = rich.predict(SessionMonitor(RuleSet([("never", "G !pay")])), {"labels": []}, 5)
+    assert calm.known and calm.backed and 0 < calm.risk["never"] < 1
+
+
+def test_a_state_never_seen_is_unknown_and_not_backed():
+    rules = RuleSet(RULES)
+    model = RiskModel.learn(Abstraction(rules), [[{"labels": ["ask"]}, {"labels": ["answer"]}]])
+    monitor = SessionMonitor(rules)
+    answer = model.predict(monitor, {"labels": ["approved"]}, 3)
+    assert not answer.known and not answer.backed and answer.state is None
+    assert answer.risk == {"approval": None, "reply": None, ANY_RULE: None}
+    violating = model.predict(monitor, {"labels": ["pay"]}, 3)
+    assert violating.risk["approval"] == 1.0 and violating.risk["reply"] is None
+
+
+def test_an_unknown_rule_is_refused(model):
+    with pytest.raises(ValueError, match="rule: 'refunds' is not in the model"):
+        model.risks("refunds", 3)
+
+
+def test_the_model_as_data(model):
+    data = model.to_json()
+    assert len(data["states"]) == len(model.states)
+    sums = np.zeros(len(model.states))
+    for i, _, p in data["transitions"]:
+        sums[i] += p
+    np.testing.assert_allclose(sums, 1.0)
+    assert {s["kind"] for s in data["states"]} == {"start", "step", "end"}
