@@ -30,7 +30,7 @@ from django.http.multipartparser import MultiPartParserError
 from django.template.loader import render_to_string
 from ninja.parser import Parser
 
-from .core import ServiceError
+from .core import ServiceError, text_problem
 
 # Deeper than any log or setting needs (an OTLP export is about 12 levels), far below Python's
 # recursion limit, which the ORM, pydantic and json.dumps all walk into.
@@ -38,7 +38,6 @@ MAX_JSON_DEPTH = 100
 # What file systems allow for one name; Django would cut a longer one silently.
 MAX_FILE_NAME = 255
 
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # json.loads joins real pairs into one character
 _FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 
 
@@ -50,16 +49,6 @@ class TooDeep(HostileInput):
     """Not usable at all: JSON nested too deep, a file name too long (400)."""
 
     status = 400
-
-
-def text_problem(text: str) -> str | None:
-    """Why ``text`` cannot be stored, or None."""
-    if "\x00" in text:
-        return "must not contain NUL characters (\\u0000)"
-    if not text.isascii() and _LONE_SURROGATE.search(text):
-        return ("must not contain a lone surrogate (such as \\ud800: half of a UTF-16 pair, "
-                "which no UTF-8 text can hold)")
-    return None
 
 
 def check_text(text: str, where: str) -> None:

@@ -225,12 +225,29 @@ MAX_ID = 2**63 - 1
 Id = Annotated[int, Field(ge=1, le=MAX_ID)]
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # json.loads joins real pairs into one character
+
+
+def text_problem(text: str) -> str | None:
+    """Why ``text`` cannot be stored (NUL: Postgres refuses it; a lone surrogate has no UTF-8
+    form), or None."""
+    if "\x00" in text:
+        return "must not contain NUL characters (\\u0000)"
+    if not text.isascii() and _LONE_SURROGATE.search(text):
+        return ("must not contain a lone surrogate (such as \\ud800: half of a UTF-16 pair, "
+                "which no UTF-8 text can hold)")
+    return None
+
+
 def check_json(value: Any, where: str) -> None:
-    """Refuse JSON a database column cannot hold: NUL characters, non-finite numbers.  Raises
-    ServiceError (422) naming the place, e.g. ``config.path``."""
+    """Refuse JSON a database column cannot hold: NUL characters, lone surrogates, non-finite
+    numbers.  Raises ServiceError (422) naming the place, e.g. ``config.path``.  (Request
+    bodies are checked at the boundary, studio.api.boundary; this is for JSON a service reads
+    out of form text.)"""
     if isinstance(value, str):
-        if "\x00" in value:
-            raise ServiceError("must not contain NUL characters", field=where, status=422)
+        problem = text_problem(value)
+        if problem is not None:
+            raise ServiceError(problem, field=where, status=422)
     elif isinstance(value, float):
         if not math.isfinite(value):
             raise ServiceError("must be a finite number", field=where, status=422)
