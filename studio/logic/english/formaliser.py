@@ -125,6 +125,10 @@ _RAW = re.compile(r"""
   | (?P<other>.)
 """, re.VERBOSE)
 
+# Auxiliaries after which "that", "which" or "who" opens a relative clause, not a noun phrase.
+_RELATIVE_VERBS = frozenset({"is", "are", "was", "were", "has", "have", "had", "hasn't",
+                             "haven't", "isn't", "aren't", "wasn't", "weren't", "hadn't"})
+
 _PUNCT = {",": "COMMA", ":": "COMMA", ";": "SEP", ".": "SEP", "!": "SEP", "?": "SEP",
           "(": "LPAR", ")": "RPAR"}
 
@@ -227,6 +231,14 @@ def lex(text: str) -> list[Token]:
                 tokens[-1].kind = "ONLY_AFTER"
             else:
                 emitted.append(Token("AFTER", raw.text, raw.start))
+            i += 1
+        elif (raw.kind == "word" and raw.key in ("that", "which", "who") and previous_kind == "WORD"
+              and i + 1 < len(raws) and raws[i + 1].key in _RELATIVE_VERBS):
+            # "refund orders that are flagged for fraud": an object qualified by the clause
+            # after it; "every ticket that is opened": a subject the clause names an event of
+            visible = [t for t in tokens if t.kind != "DROP"]
+            is_object = len(visible) >= 2 and visible[-2].kind == "WORD"
+            emitted.append(Token("AND" if is_object else "DROP", raw.text, raw.start))
             i += 1
         elif at_sentence_start and raw.kind == "word" and raw.key == "while":
             # "While the account is locked, ...": at every step where it is.
@@ -576,7 +588,9 @@ class _Tree(Transformer):
         return Leaf(tuple(resolved))
 
     def quoted(self, c):
-        return Leaf(quoted=next(self._token(t) for t in c if t.type == "QUOTED"))
+        # the words around a quoted value say what it names ("the account named "admin"")
+        words = tuple(self._token(t) for t in c if t.type == "WORD")
+        return Leaf(words=words, quoted=next(self._token(t) for t in c if t.type == "QUOTED"))
 
     def comparison(self, c):
         tokens = [self._token(t) for t in c]
@@ -676,7 +690,7 @@ class _Tree(Transformer):
 
     def sequence(self, c):
         parts = [x for x in c if isinstance(x, Clause)]
-        links = [x for x in c if isinstance(x, str)]
+        links = [x for x in c if isinstance(x, str) and not isinstance(x, LarkToken)]
         return Sequence(parts, links)
 
     def until(self, c):
@@ -742,7 +756,7 @@ class _Tree(Transformer):
 
     def chain(self, c):
         parts = [x for x in c if isinstance(x, Clause)]
-        links = [x for x in c if isinstance(x, str)]
+        links = [x for x in c if isinstance(x, str) and not isinstance(x, LarkToken)]
         return Chain(parts, links)
 
     def steps(self, c):
@@ -848,7 +862,7 @@ def _distribute(items: tuple) -> tuple:
         return (first,) + tuple(Leaf(first.words[:cop] + x.words) for x in items[1:])
     # "package1 or package2 is delivered": the predicate after the copula is shared.
     cop = next((k for k, w in enumerate(last.words) if w.after_copula), None)
-    if cop and all(bare(x) for x in items[:-1]):
+    if cop and all(bare(x) and len(x.words) == 1 for x in items[:-1]):
         return tuple(Leaf(x.words + last.words[cop:]) for x in items[:-1]) + (last,)
     det = next((k for k, w in enumerate(first.words) if w.after_determiner), None)
     if det:
@@ -873,6 +887,17 @@ def _distribute(items: tuple) -> tuple:
         suffix = last.words[det:]
         return tuple(Leaf(x.words + suffix) for x in items[:-1]) + (last,)
     return items
+
+
+_UN_ADJECTIVES = frozenset({"unlit", "unpaid", "unsafe", "unseen", "unread", "unsent",
+                            "unknown", "unfit", "unsigned", "unsaved"})
+
+
+def _negated_adjective(word: str) -> bool:
+    """"unverified", "unlocked", "unlit": a state's negation (not "unload", an action)."""
+    word = word.lower()
+    return word in _UN_ADJECTIVES or (word.startswith("un") and len(word) > 6
+                                      and word.endswith("ed"))
 
 
 def _numbered(word: Token) -> bool:
@@ -925,6 +950,7 @@ class _Reader:
         self.consulted: dict[str, list[tuple[str, str]]] = {}
         self.kinds: list[str] = []
         self.state_trigger = False
+        self.quoted: dict[str, str] = {}     # quoted atom -> the words around it
 
     def choose(self, key: str, choices: list[tuple[str, str]]) -> str:
         """One of ``choices`` ((value, what it means), the usual meaning first) for the open
@@ -943,6 +969,12 @@ class _Reader:
 
     # -- propositions
     def atom(self, words: tuple[Token, ...]) -> Formula:
+        negated = [k for k, w in enumerate(words) if _negated_adjective(str(w.value))]
+        if len(negated) == 1 and len(words) > 1:
+            # "the lantern is unlit" is "the lantern is lit", negated (one atom for both)
+            k = negated[0]
+            positive = replace(words[k], value=str(words[k].value)[2:])
+            return Not(self.atom(words[:k] + (positive,) + words[k + 1:]))
         name = "_".join(str(w.value) for w in words)
         name = re.sub(r"_+", "_", name).strip("_")
         if not name:
@@ -958,6 +990,8 @@ class _Reader:
                 raise NotUnderstood("an empty quoted atom", [leaf.quoted])
             if name not in self.atoms:
                 self.atoms.append(name)
+            if leaf.words:
+                self.quoted.setdefault(name, "_".join(str(w.value) for w in leaf.words))
             return Atom(name)
         if leaf.compare is not None:
             op, style = leaf.compare.value
@@ -1881,7 +1915,7 @@ def formalise(text: str, engine: str = "offline", vocabulary=None) -> Formalisat
 # ---------------------------------------------------------------------------------------------
 # Several readings, grounding and a name
 
-MAX_READINGS = 4
+MAX_READINGS = 3
 MAX_READS = 12           # sentences read again with other choices, at most
 COMPARE_LENGTH = 8       # traces searched to tell two readings apart
 
@@ -1919,21 +1953,49 @@ def _other_readings(nodes, first: _Reader) -> list[tuple[Formula, _Reader]]:
     return out
 
 
+_WORDS_LEFT = {"keep": "the words the logs do not show restrict the event (an invented atom "
+                       "beside it)",
+               "invent": "the phrase names something the logs do not show (an invented atom)"}
+
+
 def _answer(read: list, vocabulary, engine: str) -> Formalisation:
     from ..review import ReviewLimitError, distinguishing_trace, explain
     from .base import Reading
     from .grounding import ground
 
     invented: list[str] = []
+    quoted: dict[str, str] = {}
     for _, reader in read:
         invented.extend(a for a in reader.atoms if a not in invented)
-    kept: list[tuple[Formula, str]] = []
+        quoted.update(reader.quoted)
+    candidates: list[tuple[Formula, str]] = []
     mapping: list = []
+    guesses: set = set()
     for k, (f, reader) in enumerate(read):
-        grounded, this_mapping = ground(f, invented, vocabulary) if vocabulary is not None \
-            else (f, [])
+        if vocabulary is None:
+            candidates.append((f, reader.meaning()))
+            continue
+        grounded, this_mapping, partial = ground(f, invented, vocabulary, quoted=quoted)
         if k == 0:
-            mapping = this_mapping
+            mapping, guesses = this_mapping, partial
+        candidates.append((grounded, reader.meaning()))
+    if guesses:
+        # A phrase matched a vocabulary entry only in part: the words left over may restrict
+        # the event, or the phrase may name something the logs do not show; the author picks.
+        f, reader = read[0]
+        wanted = ["keep"] if "restricting" in guesses else []
+        wanted += ["invent"] if "loose" in guesses else []
+        room = max(1, MAX_READINGS - len(candidates))
+        for words_left in wanted[:room]:
+            other, _, _ = ground(f, invented, vocabulary, words_left, quoted)
+            meaning = "; ".join(x for x in (reader.meaning(), _WORDS_LEFT[words_left]) if x)
+            candidates.insert(min(len(candidates), MAX_READINGS - 1), (other, meaning))
+        candidates[0] = (candidates[0][0], "; ".join(
+            x for x in (candidates[0][1], "the phrase is the vocabulary entry it matched")
+            if x))
+    candidates = [(as_limits(g), why) for g, why in candidates]
+    kept: list[tuple[Formula, str]] = []
+    for grounded, why in candidates:
         if any(g is grounded for g, _ in kept):
             continue
         distinct = True
@@ -1945,7 +2007,7 @@ def _answer(read: list, vocabulary, engine: str) -> Formalisation:
             except ReviewLimitError:
                 pass
         if distinct:
-            kept.append((grounded, reader.meaning()))
+            kept.append((grounded, why))
         if len(kept) >= MAX_READINGS:
             break
     readings = []
@@ -1967,6 +2029,31 @@ def _answer(read: list, vocabulary, engine: str) -> Formalisation:
                                            if a in atoms] + list(atoms)))
     return Formalisation(f, f.text, atoms, engine=engine, readings=tuple(readings),
                          mapping=tuple(mapping), name=propose_name(f, read[0][1].kinds))
+
+
+_COMPLEMENT = {">": "<=", "<": ">=", ">=": "<", "<=": ">"}
+
+
+def as_limits(f: Formula) -> Formula:
+    """A forbidden amount read as the limit it sets: "never refund more than 200" is ``G
+    (refund -> amount <= 200)`` and "the balance must never go below zero" ``G (balance >=
+    0)`` (an event whose amount is missing does not meet the limit), not ``G !(refund &
+    amount > 200)``, which a refund with no amount would satisfy."""
+    if not f.args:
+        return f
+    if f.op == "not":
+        inner = f.args[0]
+        if inner.op == "cmp" and inner.payload.op in _COMPLEMENT:
+            c = inner.payload
+            return Compare(c.left, _COMPLEMENT[c.op], c.right)
+        if inner.op == "and":
+            limits = [a for a in inner.args if a.op == "cmp" and a.payload.op in _COMPLEMENT]
+            others = [a for a in inner.args if a not in limits]
+            if len(limits) == 1 and others:
+                c = limits[0].payload
+                return Implies(And(*[as_limits(a) for a in others]),
+                               Compare(c.left, _COMPLEMENT[c.op], c.right))
+    return fm.rebuild(f, tuple(as_limits(a) for a in f.args))
 
 
 def _ordered_atoms(reader: _Reader, f: Formula) -> list[str]:

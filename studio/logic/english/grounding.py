@@ -48,6 +48,7 @@ _SYNONYMS = {
     "create": "open", "file": "file", "submit": "submit",
     "shut": "close", "end": "close",
     "escalate": "escalate", "handoff": "escalate",
+    "cook": "heat", "warm": "heat",
 }
 
 
@@ -69,8 +70,8 @@ def _stem_once(w: str) -> str:
         if w.endswith(suffix) and len(w) - len(suffix) >= 3:
             w = w[: len(w) - len(suffix)] + repl
             break
-    if len(w) > 3 and w[-1] == w[-2] and w[-1] not in "aeiousl":
-        w = w[:-1]          # logging -> logg -> log
+    if len(w) > 3 and w[-1] == w[-2] and (w[-1] not in "aeiousl" or w[-1] == "l" and len(w) > 5):
+        w = w[:-1]          # logging -> logg -> log, cancelled -> cancell -> cancel
     if len(w) > 3 and w.endswith("e"):
         w = w[:-1]          # approve / approv(ed) / approv(al)
     return w
@@ -129,6 +130,20 @@ def _score(phrase: list[str], entry: list[str]) -> tuple | None:
     return (coverage, precision, in_order)
 
 
+# Words a message phrase may carry beside its role ("a user message", "the assistant replies").
+_ROLE_WORDS = frozenset(_stem(w) for w in ("message", "messages", "turn", "speak", "speaks",
+                                            "say", "says", "write", "writes", "respond", "reply",
+                                            "replies", "answer"))
+
+
+def _role_fits(phrase: list[str], candidate: str) -> bool:
+    """A role atom names who speaks, not what is said: "the user reports a problem" is not
+    ``role:user`` (it is something the user says), "a user message" is."""
+    if not candidate.startswith("role:"):
+        return True
+    return set(phrase) <= set(words_of(candidate)) | _ROLE_WORDS
+
+
 def ground_atom(name: str, vocabulary_atoms) -> str | None:
     """The vocabulary atom an invented name stands for, or None."""
     if name in vocabulary_atoms:
@@ -136,6 +151,8 @@ def ground_atom(name: str, vocabulary_atoms) -> str | None:
     phrase = words_of(name)
     best, best_score = None, None
     for candidate in sorted(vocabulary_atoms):
+        if not _role_fits(phrase, candidate):
+            continue
         score = _score(phrase, words_of(candidate))
         if score is not None and (best_score is None or score > best_score):
             best, best_score = candidate, score
@@ -149,28 +166,69 @@ _IGNORABLE = frozenset(_stem(w) for w in (
     "their", "his", "her", "own", "please", "also", "still", "just", "only", "explicitly"))
 
 
-def ground_phrase(name: str, atoms, paths) -> tuple[Formula | None, str | None]:
+def ground_phrase(name: str, atoms, paths) -> tuple[Formula | None, list[str]]:
     """A phrase grounded as a formula: the best vocabulary atom, and what the rest of the
     phrase says when it says more ("wire funds to an unverified account" -> the transfer and
     ``!account_verified``; "send an email to an external address" -> the email and
-    ``output.args.external == true``).  Also the words left over that nothing grounds, which
-    then name an invented atom beside it.  (None, None) when nothing fits."""
+    ``output.args.external == true``; "open the trapdoor" -> the opening and
+    ``output.args.object == "trapdoor"``).  Also the words of the phrase that nothing grounds
+    (the caller decides whether they only describe the event or restrict it).  (None, []) when
+    nothing fits."""
     main = ground_atom(name, atoms)
     if main is None:
-        return None, None
+        return None, []
     covered = set(words_of(main))
     rest = [w for w in words_of(name) if w not in covered and w not in _IGNORABLE]
     if not rest:
-        return fm.Atom(main), None
-    extra = _ground_rest(rest, atoms - {main}, paths)
+        return fm.Atom(main), []
+    extra = _ground_rest(rest, atoms - {main}, paths, main, name)
     if extra is not None:
-        return fm.And(fm.Atom(main), extra), None
-    # Words nothing in the logs matches: the event is still the entry's (the mapping shows the
-    # whole phrase beside it, so the author sees what was left out).
-    return fm.Atom(main), None
+        return fm.And(fm.Atom(main), extra), []
+    return fm.Atom(main), rest
 
 
-def _ground_rest(rest: list[str], atoms, paths) -> Formula | None:
+# Prepositions that open a qualifier restricting an event ("book a meeting outside business
+# hours", "ship to an address ..."), unlike its subject ("the triage bot prescribes") or its
+# object ("ship the order").
+_RESTRICTING = frozenset({"outside", "to", "in", "with", "from", "without", "during", "at",
+                          "on", "into", "within", "inside", "except", "beyond", "over", "under"})
+
+
+def guess_kind(name: str, atom: str, leftover: list[str]) -> str | None:
+    """How much of a guess grounding ``name`` as ``atom`` is, with ``leftover`` unmatched:
+    "loose" when the entry has words the phrase lacks ("the review is approved" ->
+    ``tool_call:request_review``), "restricting" when a qualifier after the matched words may
+    restrict the event, None when the leftover only names its actor or object."""
+    if not leftover:
+        return None
+    entry = set(words_of(atom))
+    raw = [w for w in re.split(r"[_\s]+", name) if w]
+    stems = [_STEMMED_SYNONYMS.get(_stem(w), _stem(w)) for w in raw]
+    if entry - set(stems):
+        return "loose"
+    last_matched = max((k for k, w in enumerate(stems) if w in entry), default=-1)
+    after = [w.lower() for w in raw[last_matched + 1:]]
+    if any(w in _RESTRICTING for w in after) or any(
+            w.lower().startswith(("un", "non")) and _stem(w) in leftover and len(w) > 5
+            for w in raw):
+        return "restricting"
+    return None
+
+
+# Tool arguments that hold the name of what the call acts on ("open the trapdoor", "go north",
+# "deploy from the main branch"): a word of the phrase that nothing else grounds is their value.
+_NAMING_ARGUMENTS = frozenset({"object", "target", "item", "direction", "destination", "room",
+                               "location", "place", "branch", "side", "entity", "name",
+                               "username", "recipient", "environment"})
+# Outcomes a call's result reports ("a KYC check fails", "the tests pass"), as the logs word
+# them: the status field's value.
+_OUTCOMES = {"fail": "failed", "pass": "passed", "succe": "succeeded", "succeed": "succeeded",
+             "declin": "declined", "reject": "rejected", "approv": "approved",
+             "clear": "clear", "error": "error"}
+_STATUS_FIELDS = ("status", "result", "outcome", "state")
+
+
+def _ground_rest(rest: list[str], atoms, paths, main: str = "", name: str = "") -> Formula | None:
     negated = [w[2:] if w.startswith("un") and len(w) > 5 else w for w in rest]
     flipped = negated != rest
     for candidate in sorted(atoms):
@@ -183,6 +241,23 @@ def _ground_rest(rest: list[str], atoms, paths) -> Formula | None:
         field = set(words_of(candidate.rsplit(".", 1)[-1]))
         if field and field <= set(negated):
             return fm.Compare(("path", candidate), "==", ("const", not flipped))
+    if not main.startswith("tool_call:"):
+        return None
+    strings = sorted(p for p in paths if "string" in _path_type(paths[p]))
+    outcomes = [w for w in rest if w in _OUTCOMES]
+    if len(outcomes) == 1 and len(rest) == 1:
+        status = [p for p in strings if p.rsplit(".", 1)[-1] in _STATUS_FIELDS]
+        if len(status) == 1:
+            return fm.Compare(("path", status[0]), "==", ("const", _OUTCOMES[outcomes[0]]))
+    naming = [p for p in strings if p.startswith("output.args.")
+              and p.rsplit(".", 1)[-1] in _NAMING_ARGUMENTS]
+    named = [p for p in naming if set(words_of(p.rsplit(".", 1)[-1])) <= set(rest)]
+    if len(named) == 1 or len(naming) == 1:
+        path = (named or naming)[0]
+        values = [w for w in rest if w not in words_of(path.rsplit(".", 1)[-1])]
+        raw = [w for w in re.split(r"[_\s]+", name) if w and values and _stem(w) == values[0]]
+        if len(values) == 1 and raw:
+            return fm.Compare(("path", path), "==", ("const", raw[-1].lower()))
     return None
 
 
@@ -208,6 +283,13 @@ def ground_path(path: str, value, paths: dict) -> str | None:
         score = _score(field_words, last)
         if score is not None and score[0] == 1 and (best_score is None or score > best_score):
             best, best_score = candidate, score
+    if best is None and not isinstance(value, bool):
+        # "a dose above 100 mg" with one number field in the logs (``output.args.dose_mg``):
+        # the only field the comparison can read
+        fitting = [c for c in paths if wanted in _path_type(paths[c])
+                   or (wanted == "number" and {"integer", "float"} & _path_type(paths[c]))]
+        if len(fitting) == 1:
+            return fitting[0]
     return best
 
 
@@ -242,32 +324,64 @@ def _const(operand):
     return operand[1] if operand and operand[0] == "const" else None
 
 
-def ground(f: Formula, invented: list[str], vocabulary) -> tuple[Formula, list[Grounding]]:
-    """``f`` with its invented atoms and data fields moved onto the vocabulary, and the mapping
-    of every phrase (grounded or invented)."""
+GROUNDINGS = ("drop", "keep", "invent")
+
+
+def ground(f: Formula, invented: list[str], vocabulary, words_left: str = "drop",
+           quoted: dict | None = None) -> tuple[Formula, list[Grounding], set]:
+    """``f`` with its invented atoms and data fields moved onto the vocabulary, the mapping of
+    every phrase (grounded or invented), and how some phrase was grounded only in part
+    (``guess_kind``: "loose", "restricting"; empty when none was).
+
+    A phrase grounded in part ("book a meeting outside business hours" ->
+    ``tool_call:book_meeting``, "outside business hours" matching nothing) is a guess: with
+    ``words_left`` "drop" the leftover words only describe the event, with "keep" they name an
+    invented atom beside it, with "invent" the whole phrase stays an invented atom.  ``quoted``
+    maps a quoted atom to the words around it ("the account named "admin""): with a string field
+    in the logs it is that field's value on the event the words name."""
     atoms = frozenset(getattr(vocabulary, "atoms", ()) or ())
     paths = dict(getattr(vocabulary, "paths", {}) or {})
     mapping: list[Grounding] = []
     renamed: dict[str, str] = {}
     changed: dict[str, Formula] = {}
+    partial: set[str] = set()
     for name in invented:
         phrase = name.replace("_", " ")
         if name in atoms:
             mapping.append(Grounding(phrase, name, True))
             continue
-        grounded, leftover = ground_phrase(name, atoms, paths) if atoms else (None, None)
+        context = (quoted or {}).get(name)
+        if context is not None:
+            value = _quoted_value(name, context, atoms, paths)
+            if value is not None:
+                mapping.append(Grounding(f"{context.replace('_', ' ')} “{name}”", value.text,
+                                         True))
+                changed[name] = value
+            else:
+                mapping.append(Grounding(phrase, name, False))
+            continue
+        grounded, leftover = ground_phrase(name, atoms, paths) if atoms else (None, [])
         if grounded is None and paths:
             grounded = ground_change(name, paths)
         if grounded is None:
             mapping.append(Grounding(phrase, name, False))
             continue
-        if leftover is not None:
-            # the rest of the phrase names something the logs do not show: invented, said so
-            mapping.append(Grounding(phrase, grounded.text, True))
-            mapping.append(Grounding(leftover.replace("_", " "), leftover, False))
-            grounded = fm.And(grounded, fm.Atom(leftover))
-        else:
-            mapping.append(Grounding(phrase, grounded.text, True))
+        kind = guess_kind(name, next((a.name for a in grounded.subformulas() if a.op == "atom"),
+                                     ""), leftover)
+        if kind is not None:
+            partial.add(kind)
+            if words_left == "invent":
+                mapping.append(Grounding(phrase, name, False))
+                continue
+            if words_left == "keep" and kind == "restricting":
+                rest = "_".join(w for w in re.split(r"[_\s]+", name)
+                                if w and _STEMMED_SYNONYMS.get(_stem(w), _stem(w)) in leftover)
+                rest = rest or "_".join(leftover)
+                mapping.append(Grounding(phrase, grounded.text, True))
+                mapping.append(Grounding(rest.replace("_", " "), rest, False))
+                changed[name] = fm.And(grounded, fm.Atom(rest))
+                continue
+        mapping.append(Grounding(phrase, grounded.text, True))
         changed[name] = grounded
     path_renamed: dict[str, str] = {}
 
@@ -292,4 +406,17 @@ def ground(f: Formula, invented: list[str], vocabulary) -> tuple[Formula, list[G
             return g
         return fm.rebuild(g, tuple(visit(a) for a in g.args))
 
-    return visit(f), mapping
+    return visit(f), mapping, partial
+
+
+def _quoted_value(value: str, context: str, atoms, paths) -> Formula | None:
+    """"reset the password of the account named "admin"": the call the words name, with the
+    one string field of the logs that can hold the quoted value."""
+    strings = [p for p in paths if "string" in _path_type(paths[p])]
+    named = [p for p in strings if set(words_of(p.rsplit(".", 1)[-1])) & set(words_of(context))]
+    fields = named if len(named) == 1 else strings
+    if len(fields) != 1:
+        return None
+    compare = fm.Compare(("path", fields[0]), "==", ("const", value))
+    event = ground_atom(context, atoms) if atoms else None
+    return fm.And(fm.Atom(event), compare) if event is not None else compare
