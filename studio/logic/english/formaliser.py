@@ -118,7 +118,7 @@ _RAW = re.compile(r"""
     (?P<quoted>"[^"\n]*"|“[^”\n]*”|`[^`\n]*`)
   | (?P<stept>\b[tT]\s*\+\s*1\b)
   | (?P<number>\$?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w])|\$?\d+(?:\.\d+)?(?![\w]))
-  | (?P<word>[\w][\w]*(?:[:.\-'’][\w]+)*)
+  | (?P<word>[\w][\w]*(?:[:.\-'’][\w]+)*(?:(?<=s)['’](?![\w]))?)
   | (?P<op>>=|<=|==|!=|=|>|<)
   | (?P<punct>[,;.:!?()])
   | (?P<space>\s+)
@@ -225,7 +225,8 @@ def lex(text: str) -> list[Token]:
             i += 1
         elif (raw.kind == "word" and raw.key == "once" and i + 1 < len(raws)
               and raws[i + 1].kind in ("word", "quoted")
-              and raws[i + 1].key not in ("a", "per", "every", "each", "more", "again")):
+              and (raws[i + 1].key not in ("a", "an", "per", "every", "each", "more", "again")
+                   or any(r.key in _RELATIVE_VERBS for r in raws[i + 2:i + 5]))):
             # "... can only be executed once the invoice is approved": after it
             if tokens and tokens[-1].kind == "ONLY":
                 tokens[-1].kind = "ONLY_AFTER"
@@ -268,6 +269,12 @@ def lex(text: str) -> list[Token]:
                      lexicon.NUMBER_WORDS.get(raw.key) if raw.kind == "word" else _number(raw.text))
             emitted.append(Token("VALUE", raw.text, raw.start, value))
             i += 1
+            if i < len(raws) and raws[i].key in lexicon.UNITS:
+                # "exceed 200 dollars", "above 100 mg": the unit is the field's, not an event
+                tokens.extend(emitted)
+                previous_kind = "VALUE"
+                emitted = [Token("DROP", raws[i].text, raws[i].start)]
+                i += 1
         elif raw.kind == "quoted":
             emitted.append(Token("QUOTED", raw.text, raw.start, raw.text[1:-1]))
             i += 1
@@ -568,8 +575,11 @@ class _Tree(Transformer):
             token = self._token(t)
             if token.pronoun:
                 # The referent's words, without starting a noun phrase of their own here.
+                # ("It must run the tests": a subject naming nobody before it is the agent.)
                 resolved.extend(replace(w, after_determiner=False, after_copula=False)
                                 for w in self._referent(as_subject=n == 0))
+                if n == 0 and len(c) > 1 and not self._referent(as_subject=True):
+                    continue
             else:
                 resolved.append(token)
         for k, token in enumerate(resolved):
@@ -889,15 +899,20 @@ def _distribute(items: tuple) -> tuple:
     return items
 
 
+def _atom_names(f: Formula) -> set[str]:
+    return {g.name for g in f.subformulas() if g.op == "atom"}
+
+
 _UN_ADJECTIVES = frozenset({"unlit", "unpaid", "unsafe", "unseen", "unread", "unsent",
                             "unknown", "unfit", "unsigned", "unsaved"})
 
 
-def _negated_adjective(word: str) -> bool:
-    """"unverified", "unlocked", "unlit": a state's negation (not "unload", an action)."""
+def _negated_adjective(word: str, after_copula: bool) -> bool:
+    """"an unverified account", "the lantern is unlit": a state's negation; but "the package
+    must be unloaded" names an action (unload), not a state that is not one."""
     word = word.lower()
     return word in _UN_ADJECTIVES or (word.startswith("un") and len(word) > 6
-                                      and word.endswith("ed"))
+                                      and word.endswith("ed") and not after_copula)
 
 
 def _numbered(word: Token) -> bool:
@@ -951,6 +966,7 @@ class _Reader:
         self.kinds: list[str] = []
         self.state_trigger = False
         self.quoted: dict[str, str] = {}     # quoted atom -> the words around it
+        self.trigger_atoms: set[str] = set()
 
     def choose(self, key: str, choices: list[tuple[str, str]]) -> str:
         """One of ``choices`` ((value, what it means), the usual meaning first) for the open
@@ -969,7 +985,8 @@ class _Reader:
 
     # -- propositions
     def atom(self, words: tuple[Token, ...]) -> Formula:
-        negated = [k for k, w in enumerate(words) if _negated_adjective(str(w.value))]
+        negated = [k for k, w in enumerate(words) if _negated_adjective(str(w.value),
+                                                                      w.after_copula)]
         if len(negated) == 1 and len(words) > 1:
             # "the lantern is unlit" is "the lantern is lit", negated (one atom for both)
             k = negated[0]
@@ -1079,6 +1096,9 @@ class _Reader:
         never = any(m.name == "NEVER" for m in mods)
         happen = any(m.name == "HAPPEN" for m in mods)
         if not timing and default == "next":
+            if neg and never:
+                # "as soon as P, stop Q" / "never Q": from that step on
+                return G(Not(f))
             return WX(Not(f)) if neg else X(f)
         if (not timing and default == "now" and not neg and any(m.name == "MODAL" for m in mods)
                 and not any(m.name == "HOLD" for m in mods) and _names_an_action(clause)):
@@ -1327,7 +1347,20 @@ class _Reader:
         """The consequent of a conditional."""
         if isinstance(node, Until):
             left, right = self.state(node.left), self.state(node.right)
-            return U(left, And(right, left)) if node.after else U(left, right)
+            if left.op == "not" and not node.after:
+                # "if P, do not Q until R": R may never come (the ban then lasts), or must come
+                how = self.choose("until", [
+                    ("strong", "the releasing event must come"),
+                    ("weak", "the ban lasts for the rest of the session if the releasing "
+                             "event never comes")])
+                ban = U(left, right) if how == "strong" else W(left, right)
+            else:
+                ban = U(left, And(right, left)) if node.after else U(left, right)
+            if self.trigger_atoms & _atom_names(right):
+                # "if a test run fails, do not commit until the tests are re-run": the release
+                # is a later occurrence of the trigger's own event, not the trigger itself
+                return WX(ban) if ban.op == "W" else X(ban)
+            return ban
         parts, links = node.parts, node.links
         rest = self.chain_tail(parts[1:], links) if len(parts) > 1 else None
         return self.consequent(parts[0], default, rest)
@@ -1364,6 +1397,8 @@ class _Reader:
                     required = O(required)
             return _Rule(G(Implies(condition, required)))
         condition = And(*[self.state(c) for c in trigger_parts])
+        self.trigger_atoms = {a.name for a in (condition.args if condition.op == "and"
+                                               else (condition,)) if a.op == "atom"}
         self.state_trigger = all(_describes_state(c) for c in trigger_parts)
         required = self.obligation(consequent, node.timing)
         f = G(Implies(condition, required))
@@ -1431,6 +1466,9 @@ class _Reader:
         if kind == "requires":
             # "transfers above 5000 require a second approval": each needs one before it
             effect, cause = self.state(node.first), self.state(node.second)
+            if cause.op == "Y" and cause.args[0].op == "O":
+                # "refunds need a sign-off beforehand": the earlier-ness is the requirement's
+                cause = cause.args[0].args[0]
             how = self.choose("strict", [
                 ("same", "the earlier event may be at the same step as the later one"),
                 ("strict", "the earlier event must be at a strictly earlier step")])
@@ -1993,7 +2031,15 @@ def _answer(read: list, vocabulary, engine: str) -> Formalisation:
         candidates[0] = (candidates[0][0], "; ".join(
             x for x in (candidates[0][1], "the phrase is the vocabulary entry it matched")
             if x))
-    candidates = [(as_limits(g), why) for g, why in candidates]
+    candidates = [(one_call_a_step(as_limits(g)), why) for g, why in candidates]
+    first, first_why = candidates[0]
+    if limits_everywhere(first) is not first:
+        candidates[:1] = [
+            (first, "; ".join(x for x in (first_why, "a step where the amount is missing "
+                                          "does not break the rule") if x)),
+            (limits_everywhere(first), "; ".join(x for x in (first_why, "the amount must be "
+                                                "present and within the limit at every step")
+                                                if x))]
     kept: list[tuple[Formula, str]] = []
     for grounded, why in candidates:
         if any(g is grounded for g, _ in kept):
@@ -2041,19 +2087,49 @@ def as_limits(f: Formula) -> Formula:
     amount > 200)``, which a refund with no amount would satisfy."""
     if not f.args:
         return f
-    if f.op == "not":
-        inner = f.args[0]
-        if inner.op == "cmp" and inner.payload.op in _COMPLEMENT:
-            c = inner.payload
-            return Compare(c.left, _COMPLEMENT[c.op], c.right)
-        if inner.op == "and":
-            limits = [a for a in inner.args if a.op == "cmp" and a.payload.op in _COMPLEMENT]
-            others = [a for a in inner.args if a not in limits]
-            if len(limits) == 1 and others:
-                c = limits[0].payload
-                return Implies(And(*[as_limits(a) for a in others]),
-                               Compare(c.left, _COMPLEMENT[c.op], c.right))
+    if f.op == "not" and f.args[0].op == "and" and len(f.args[0].args) == 2:
+        limit, event = sorted(f.args[0].args, key=lambda a: a.op != "cmp")
+        if limit.op == "cmp" and limit.payload.op in _COMPLEMENT and event.op == "atom":
+            c = limit.payload
+            return Implies(event, Compare(c.left, _COMPLEMENT[c.op], c.right))
     return fm.rebuild(f, tuple(as_limits(a) for a in f.args))
+
+
+def _calls(f: Formula) -> set[str]:
+    """The tool calls a conjunction (or a single atom) asserts at its step."""
+    items = f.args if f.op == "and" else (f,)
+    return {a.name for a in items if a.op == "atom" and a.name.startswith("tool_call:")}
+
+
+def one_call_a_step(f: Formula) -> Formula:
+    """``a & X F b`` as ``a & F b`` when a and b are different tool calls: one event a step, so
+    "b strictly later" and "b at that step or later" are the same on every log, and the second
+    is the plainer formula (how people write "run the tests, then commit")."""
+    if not f.args:
+        return f
+    args = tuple(one_call_a_step(a) for a in f.args)
+    if f.op == "and":
+        here = set().union(*(_calls(a) for a in args if a.op != "X"))
+        fixed = []
+        for a in args:
+            if (here and a.op == "X" and a.args[0].op == "F"
+                    and _calls(a.args[0].args[0]) and not _calls(a.args[0].args[0]) & here):
+                a = a.args[0]
+            fixed.append(a)
+        args = tuple(fixed)
+    return fm.rebuild(f, args)
+
+
+def limits_everywhere(f: Formula) -> Formula:
+    """Every forbidden amount read as a limit that holds at every step: "the balance must never
+    go below zero" as ``G (balance >= 0)``, which a step without a balance breaks, where ``G
+    !(balance < 0)`` lets it pass (the author says which is meant)."""
+    if not f.args:
+        return f
+    if f.op == "not" and f.args[0].op == "cmp" and f.args[0].payload.op in _COMPLEMENT:
+        c = f.args[0].payload
+        return Compare(c.left, _COMPLEMENT[c.op], c.right)
+    return fm.rebuild(f, tuple(limits_everywhere(a) for a in f.args))
 
 
 def _ordered_atoms(reader: _Reader, f: Formula) -> list[str]:

@@ -273,6 +273,11 @@ IRREGULAR_PARTICIPLES = frozenset({
     "struck", "torn", "worn", "sworn", "sent", "spent", "lent", "withdrawn", "undone",
 })
 
+# Units after a compared value ("exceed 200 dollars", "above 100 mg", "reaches 100 degrees").
+UNITS = frozenset({"dollars", "dollar", "usd", "euros", "euro", "eur", "pounds", "gbp", "mg",
+                   "milligrams", "g", "grams", "kg", "ml", "degrees", "degree", "percent", "%",
+                   "units", "items", "seconds", "minutes", "hours", "ms", "km", "miles"})
+
 NUMBER_WORDS = {
     "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
     "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13,
