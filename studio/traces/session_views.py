@@ -345,13 +345,18 @@ def _selected_violation(request, run, results, problems) -> ViolationRecord | No
 
 
 def _text(value) -> dict | None:
-    """A value of an event as compact text, cut to TEXT_SHOWN with the rest to expand."""
+    """A value of an event: text as it came, JSON indented so that it wraps between tokens (a
+    narrow column then breaks it at its own lines, not inside words). Longer than TEXT_SHOWN
+    compact characters, it shows as one cut line with the rest to expand, up to TEXT_KEPT."""
     if value is None or value == "" or value == {} or value == []:
         return None
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False,
                                                            default=str)
     if len(text) <= TEXT_SHOWN:
-        return {"short": text}
+        if isinstance(value, str):
+            return {"short": text}
+        return {"short": text,
+                "indented": json.dumps(value, ensure_ascii=False, indent=2, default=str)}
     # The summary line with runs of whitespace collapsed (logs pad with hundreds of spaces).
     short = " ".join(text[:TEXT_SHOWN * 4].split())[:TEXT_SHOWN]
     full = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=2,

@@ -5,6 +5,7 @@ sessions paged; messages for mistakes; 404 for outsiders."""
 from __future__ import annotations
 
 import html
+import json
 import re
 
 import pytest
@@ -367,6 +368,20 @@ def test_a_session_without_results_still_shows_its_steps(team, run):
     assert f"Audit run #{run.id} has no results for this session" in page
     assert "arrived after the audit" in page and 'id="step-0"' in page
     assert SessionResult.objects.filter(session__external_id="late").count() == 0
+
+
+def test_json_values_show_indented_and_text_as_it_came(team, run):
+    """Indented JSON wraps at its own lines in a narrow column, never inside its tokens."""
+    add_sessions(team, {"calls": [{"labels": [], "input": "pay {the bill}",
+                                   "output": {"tool": "pay", "args": {"to": "UK12"}}}]})
+    page = client_of(team.auditor).get(
+        f"/w/acme/sessions/{session_id(team, 'calls')}/").content.decode()
+    shown = re.search(r'<pre class="value json"><code>(.*?)</code></pre>', page, re.DOTALL)
+    assert shown, "the JSON output is not shown as indented JSON"
+    text = html.unescape(shown.group(1))
+    assert json.loads(text) == {"tool": "pay", "args": {"to": "UK12"}}  # keys in stored order
+    assert text == json.dumps(json.loads(text), indent=2) and '\n    "to": "UK12"\n' in text
+    assert '<code class="value">pay {the bill}</code>' in page  # text is not reformatted
 
 
 def test_pages_work_before_any_audit(team):
