@@ -21,27 +21,12 @@ ENGLISH_LIMIT = 4000
 REVIEW_LENGTH = 10
 
 
-def workspace_vocabulary(workspace, declared=()):
-    """What the workspace's logs and labelers produce (``studio.logic.vocabulary.Vocabulary``:
-    ``.atoms`` and ``.paths``), for grounding English in it; None when nothing is known yet.
-
-    Read from the vocabulary the uploads and live events record (``VocabularyEntry``) plus the
-    labelers' declared atoms."""
-    from studio.logic.vocabulary import Vocabulary
-    from studio.traces.models import VocabularyEntry
-
-    entries = list(VocabularyEntry.objects.filter(workspace=workspace)
-                   .values_list("kind", "name", "json_type"))
-    if not entries and not declared:
-        return None
-    return Vocabulary.from_entries(entries, declared)
-
-
 def formalise(english: str, engine: str = "offline", atoms: tuple[str, ...] = (),
               vocabulary=None) -> dict:
     """The engine's reading of ``english``: the formula and its atoms, or the words it could not
     place and why.  ``atoms`` (the workspace's known atoms) guide the LLM's naming;
-    ``vocabulary`` (``.atoms``, ``.paths``) grounds the offline engine's phrases in it."""
+    ``vocabulary`` (``.atoms``, ``.paths``: ``studio.rules.vocabulary.vocabulary_for``, the one
+    vocabulary the editor's warnings also use) grounds the offline engine's phrases in it."""
     if engine not in ENGINES:
         raise ServiceError(f"unknown engine {engine!r}; engines are {', '.join(ENGINES)}",
                            field="engine", status=422)

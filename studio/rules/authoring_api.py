@@ -12,6 +12,7 @@ from studio.api.core import Text, workspace_for
 from . import authoring
 from .models import Rule
 from .monitoring import labeling_for
+from .vocabulary import vocabulary_for
 
 router = Router(tags=["rule authoring"])
 
@@ -58,7 +59,7 @@ class ReviewIn(Schema):
 def formalise(request, slug: str, body: FormaliseIn):
     workspace = workspace_for(request, slug)
     known = tuple(sorted(labeling_for(workspace).declared_atoms))
-    vocabulary = authoring.workspace_vocabulary(workspace, known)
+    vocabulary = vocabulary_for(workspace)
     return authoring.formalise(body.english, body.engine, known, vocabulary)
 
 

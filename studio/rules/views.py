@@ -128,7 +128,7 @@ def formalise_english(request: HttpRequest, slug: str):
     context = {"workspace": workspace, "roles": roles, "english": english, "engine": engine}
     try:
         known = tuple(sorted(labeling_for(workspace).declared_atoms))
-        vocabulary = authoring.workspace_vocabulary(workspace, known)
+        vocabulary = vocabulary_for(workspace)
         context["reading"] = authoring.formalise(english, engine, known, vocabulary)
     except ServiceError as exc:
         context["error"] = exc.message

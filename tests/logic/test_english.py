@@ -321,3 +321,85 @@ def test_the_english_package_imports_without_django():
     report = _import_in_fresh_interpreter(*modules)
     assert report["imported"] == modules
     assert report["django"] == []
+
+
+# ---------------------------------------------------------------------------------------------
+# Grounding in a workspace's vocabulary: guesses are offered as readings, never made silently
+
+class _Vocabulary:
+    def __init__(self, atoms, paths=None):
+        self.atoms = frozenset(atoms)
+        self.paths = {p: {t} for p, t in (paths or {}).items()}
+
+
+def _offered(answer) -> list:
+    return [r.formula for r in answer.readings]
+
+
+def _among(expected: str, answer) -> bool:
+    meant = parse(expected)
+    return any(distinguishing_trace(f, meant, max_length=MAX_LENGTH) is None
+               for f in _offered(answer))
+
+
+MEETINGS = _Vocabulary({"tool_call:book_meeting", "tool_call:send_invite", "role:user"})
+
+
+def test_words_the_vocabulary_does_not_cover_are_offered_as_a_restriction():
+    answer = formalise("Meetings must never be booked outside business hours.",
+                       vocabulary=MEETINGS)
+    assert len(answer.readings) >= 2
+    assert _among("G !(tool_call:book_meeting & outside_business_hours)", answer)
+    assert _among("G !tool_call:book_meeting", answer)
+    assert all(r.why for r in answer.readings)
+
+
+def test_a_role_atom_names_who_speaks_not_what_is_said():
+    answer = formalise("When the user reports a problem, the bot must book a meeting within "
+                       "3 steps.", vocabulary=MEETINGS)
+    assert all("role:user" not in r.text for r in answer.readings), answer.text
+    assert _among("G (user_reports_problem -> F[0,3] tool_call:book_meeting)", answer)
+
+
+def test_a_forbidden_amount_is_read_as_the_limit_of_each_event():
+    vocabulary = _Vocabulary({"tool_call:refund"}, {"output.args.amount": "number"})
+    answer = formalise("No single refund may exceed 200 dollars.", vocabulary=vocabulary)
+    assert _among("G (tool_call:refund -> output.args.amount <= 200)", answer), answer.text
+    answer = formalise("Never refund more than 200.", vocabulary=vocabulary)
+    assert [r.text for r in answer.readings] == ["G (tool_call:refund -> "
+                                                 "output.args.amount <= 200)"]
+
+
+def test_the_object_of_a_call_is_its_arguments_value():
+    vocabulary = _Vocabulary({"tool_call:open", "tool_call:go"},
+                             {"output.args.object": "string"})
+    answer = formalise("Players must never open the trapdoor.", vocabulary=vocabulary)
+    assert answer.text == 'G !(output.args.object == "trapdoor" & tool_call:open)'
+    answer = formalise('Never open the door named "vault".', vocabulary=vocabulary)
+    assert _among('G !(tool_call:open & output.args.object == "vault")', answer), answer.text
+
+
+def test_a_failed_call_reads_its_status():
+    vocabulary = _Vocabulary({"tool_call:kyc_check", "tool_call:transfer_funds"},
+                             {"data.status": "string"})
+    answer = formalise("If a KYC check fails, the bot must not transfer funds for the rest of "
+                       "the session.", vocabulary=vocabulary)
+    assert _among('G ((tool_call:kyc_check & data.status == "failed") -> '
+                  'G !tool_call:transfer_funds)', answer), answer.text
+
+
+def test_a_list_of_steps_after_commas_is_one_sequence():
+    vocabulary = _Vocabulary({"tool_call:run_tests", "tool_call:commit",
+                              "tool_call:request_review"})
+    answer = formalise("The agent should run the tests, then commit, then request a review.",
+                       vocabulary=vocabulary)
+    assert len(answer.readings) == 1
+    assert _among("F (tool_call:run_tests & F (tool_call:commit & F tool_call:request_review))",
+                  answer), answer.text
+
+
+def test_a_relative_clause_qualifies_the_object_and_a_negated_adjective_a_state():
+    answer = formalise("Do not ship to an address that has not been verified.")
+    assert _among("G (ship_to_address -> verified)", answer), answer.text
+    answer = formalise("Never go west while the lantern is unlit.")
+    assert _among("G (go_west -> lantern_lit)", answer), answer.text

@@ -43,7 +43,8 @@ def _formalise(bank, english):
 def test_phrases_are_grounded_in_the_workspaces_tools_and_fields(bank):
     body = _formalise(bank, "Never transfer more than 10000.")
     assert body["ok"]
-    expected = parse("G !(tool_call:send_money & output.args.amount > 10000)")
+    # a forbidden amount is read as the limit it sets: a transfer must stay within 10000
+    expected = parse("G (tool_call:send_money -> output.args.amount <= 10000)")
     assert distinguishing_trace(parse(body["formula"]), expected) is None
     mapping = {m["phrase"]: (m["atom"], m["grounded"]) for m in body["mapping"]}
     assert ("tool_call:send_money", True) in mapping.values()

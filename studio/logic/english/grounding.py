@@ -55,6 +55,8 @@ _SYNONYMS = {
 def _stem(word: str) -> str:
     w = _stem_once(word.lower())
     w = _stem_once(w) if w.endswith("ment") else w
+    if word.lower().endswith("s") and w.endswith(("ing", "ion")):
+        w = _stem_once(w)   # meetings -> meeting -> meet, like book_meeting
     # noun and verb of one word alike: summary / summarize, apology / apologise
     for suffix in ("iz", "is", "y"):
         if w.endswith(suffix) and len(w) - len(suffix) >= 4:
@@ -265,7 +267,7 @@ def _path_type(types) -> set:
     return {str(t).lower() for t in (types or ())}
 
 
-def ground_path(path: str, value, paths: dict) -> str | None:
+def ground_path(path: str, value, paths: dict, fallback: bool = True) -> str | None:
     """A vocabulary path for a comparison's field (``data.amount`` -> ``output.args.amount``)
     whose type fits the compared value."""
     if path in paths:
@@ -283,7 +285,7 @@ def ground_path(path: str, value, paths: dict) -> str | None:
         score = _score(field_words, last)
         if score is not None and score[0] == 1 and (best_score is None or score > best_score):
             best, best_score = candidate, score
-    if best is None and not isinstance(value, bool):
+    if best is None and fallback and not isinstance(value, bool):
         # "a dose above 100 mg" with one number field in the logs (``output.args.dose_mg``):
         # the only field the comparison can read
         fitting = [c for c in paths if wanted in _path_type(paths[c])
@@ -393,6 +395,15 @@ def ground(f: Formula, invented: list[str], vocabulary, words_left: str = "drop"
         if g.op == "cmp":
             c = g.payload
             left = c.left
+            if left[0] == "path" and paths and atoms and left[1].startswith("data."):
+                named = ground_path(left[1], _const(c.right), paths, fallback=False)
+                event = ground_atom(left[1].removeprefix("data."), atoms)
+                target = ground_path(left[1], _const(c.right), paths)
+                if named is None and event is not None and target is not None:
+                    # "no single refund may exceed 200": the refund's amount
+                    mapping.append(Grounding(left[1].removeprefix("data.").replace("_", " "),
+                                             f"{event} & {target}", True))
+                    return fm.And(fm.Atom(event), fm.Compare(("path", target), c.op, c.right))
             if left[0] in ("path", "prev") and paths:
                 target = ground_path(left[1], _const(c.right), paths)
                 if target is not None and target != left[1]:
