@@ -241,6 +241,11 @@ def lex(text: str) -> list[Token]:
             is_object = len(visible) >= 2 and visible[-2].kind == "WORD"
             emitted.append(Token("AND" if is_object else "DROP", raw.text, raw.start))
             i += 1
+        elif (raw.kind == "word" and raw.key in ("stop", "stops", "cease", "ceases", "quit")
+              and i + 1 < len(raws) and raws[i + 1].key.endswith("ing")):
+            # "the agent must stop heating": no more heating from then on
+            emitted.append(Token("NEVER", raw.text, raw.start))
+            i += 1
         elif at_sentence_start and raw.kind == "word" and raw.key == "while":
             # "While the account is locked, ...": at every step where it is.
             emitted.append(Token("WHILE", raw.text, raw.start))
@@ -1824,7 +1829,20 @@ class OfflineFormaliser:
         except NotUnderstood as exc:
             return self._fail(exc.message, exc.tokens)
         read = [(And(*formulas), reader)] + _other_readings(nodes, reader)
-        return _answer(read, vocabulary, self.name)
+        answer = _answer(read, vocabulary, self.name)
+        unsure = [m.phrase for m in answer.mapping if not m.grounded
+                  and len(m.phrase.split()) >= MAX_INVENTED_WORDS]
+        if vocabulary is not None and (getattr(vocabulary, "atoms", None) or
+                                       getattr(vocabulary, "paths", None)) and unsure:
+            # A long phrase that nothing in the logs matches is most often a clause the grammar
+            # did not take apart ("reveal anyone's salary in a message to the user"): a guess
+            # the author would have to catch, so the engine says where it is stuck instead.
+            words = [t for t in tokens if t.kind == "WORD" and str(t.value) in
+                     unsure[0].split()]
+            return self._fail(f"could not tell what “{unsure[0]}” names: nothing in this "
+                              "workspace's logs matches it, and it is too long to be one "
+                              "event or state; split it, or name the atom in quotes", words)
+        return answer
 
     def _fail(self, message: str, tokens=()) -> Formalisation:
         unplaced = tuple((t.text, t.start) for t in tokens)
@@ -1954,6 +1972,8 @@ def formalise(text: str, engine: str = "offline", vocabulary=None) -> Formalisat
 # Several readings, grounding and a name
 
 MAX_READINGS = 3
+# An invented atom this long (in words) is a clause the grammar did not take apart.
+MAX_INVENTED_WORDS = 5
 MAX_READS = 12           # sentences read again with other choices, at most
 COMPARE_LENGTH = 8       # traces searched to tell two readings apart
 

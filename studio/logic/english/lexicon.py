@@ -45,7 +45,8 @@ _add("NEXT_STEP", "in the next step", "at the next step", "in the next state",
      "at the next time step", "in the next time step", "in the following step",
      "at the following step", "on the next step", "at step t+1", "at time t+1",
      "at time step t+1", "immediately after", "immediately afterwards", "right after",
-     "right afterwards", "immediately", "next", "in the very next step", "at the very next step")
+     "right afterwards", "immediately", "next", "in the very next step", "at the very next step",
+     "straight away", "right away", "at once", "without delay")
 _add("IN_A_ROW", "twice in a row", "two times in a row", "in a row", "consecutively",
      "twice consecutively", "in two consecutive steps", "on two consecutive steps",
      "at two consecutive steps", "back to back")
