@@ -4,22 +4,43 @@ spreadsheet, served as attachments."""
 from __future__ import annotations
 
 import csv
+import unicodedata
 from collections.abc import Iterable, Iterator
+from decimal import Decimal
 
 from django.http import StreamingHttpResponse
 
 # A spreadsheet runs a cell that starts like a formula; text from agent logs may do just that.
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+# Excel and LibreOffice skip leading blanks and read the full-width (and small) signs as their
+# ASCII forms, so the check looks past any whitespace or invisible format character.
+FORMULA_SIGNS = frozenset("=+-@" "\uff1d\uff0b\uff0d\uff20" "\ufe66\ufe62\ufe63\ufe6b" "\u2212")
+# A cell starting with one of these is neutralised whatever follows (OWASP: tab and CR).
+FORMULA_STARTS = ("\t", "\r", "\n")
+
+
+def _first_visible(text: str) -> str:
+    """The first character of ``text`` that is neither whitespace nor an invisible format
+    character (zero-width space, byte-order mark, direction marks); "" when there is none."""
+    for char in text:
+        if not (char.isspace() or unicodedata.category(char) == "Cf"):
+            return char
+    return ""
+
+
+def formula_like(text: str) -> bool:
+    """Whether a spreadsheet could read ``text`` as a formula (or run it when edited)."""
+    return text.startswith(FORMULA_STARTS) or _first_visible(text) in FORMULA_SIGNS
 
 
 def spreadsheet_safe(value):
-    """The cell with a leading quote when a spreadsheet would read it as a formula; None as
-    an empty cell; numbers unchanged."""
+    """The cell as written: text a spreadsheet could read as a formula gets a leading quote
+    (OWASP's advice), None is an empty cell, numbers stay numbers, anything else is its text."""
     if value is None:
         return ""
-    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
-        return "'" + value
-    return value
+    if isinstance(value, (int, float, Decimal)):  # bool included: True and False are text-safe
+        return value
+    text = value if isinstance(value, str) else str(value)
+    return "'" + text if formula_like(text) else text
 
 
 class _LineBuffer:
