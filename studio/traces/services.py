@@ -288,6 +288,10 @@ def parse_upload(upload_id: int) -> Upload | None:
     if upload is None:
         return Upload.objects.filter(pk=upload_id).first()
     try:
+        problem = _not_a_text_log(upload)
+        if problem is not None:
+            _fail(upload, problem)
+            return Upload.objects.filter(pk=upload_id).first()
         _parse(upload)
     except _Superseded:
         pass
@@ -302,6 +306,38 @@ def parse_upload(upload_id: int) -> Upload | None:
         _fail(upload, f"parsing stopped on an internal error ({type(exc).__name__}); the events "
                       "loaded before it are kept")
     return Upload.objects.filter(pk=upload_id).first()
+
+
+def _not_a_text_log(upload: Upload) -> str | None:
+    """Why the stored file cannot be a log of the upload's format (a binary file), or None.
+    Inspect's .eval logs are ZIP archives: that format reads its own bytes."""
+    if upload.format == "inspect":
+        return None
+    with open(stored_file(upload), "rb") as handle:
+        reason = formats.binary_reason(handle.read(8192))
+    return f"{upload.filename}: {reason}" if reason else None
+
+
+def nothing_read(upload: Upload) -> str:
+    """The failure of an upload none of whose lines is an event: the first reason, and what
+    the file may be instead."""
+    first = upload.errors.order_by("line", "id").first()
+    lines = f"{upload.lines_bad} line{'s' if upload.lines_bad != 1 else ''}"
+    message = f"no line of {upload.filename} is an event"
+    if first is not None:
+        message += f" ({lines} not imported; the first, {first}: {first.reason})"
+    summaries = upload.errors.filter(reason=formats.base.NO_EVENT_FIELDS).exists()
+    if summaries:
+        return (f"{message}. Lines that name a session but carry no step of it look like "
+                "per-session summaries or verdicts: to record whether sessions violate rules, "
+                f"load them with the ground-truth import (the Ground truth page, or POST "
+                f"/api/w/{upload.workspace.slug}/ground-truth with lines {{\"session\", "
+                f"\"rule\", \"violated\"}}); a log has one line per step of a session, with "
+                "its input, output, labels or data")
+    others = ", ".join(f for f in formats.PARSERS if f != upload.format)
+    return (f"{message}. Was the format right? It was read as {upload.format}; the other "
+            f"formats are {others} (a whole JSON document of chat transcripts is openai, "
+            "OpenTelemetry traces are otlp, an Inspect log is inspect)")
 
 
 def _claim(upload_id: int) -> Upload | None:
@@ -407,6 +443,16 @@ def _load_and_finish(upload: Upload, arrival, threaded: bool) -> None:
         locked = Upload.objects.select_for_update().get(pk=upload.pk)
         if locked.status != UploadStatus.PARSING or locked.items_done != done:
             raise _Superseded
+        if locked.lines_ok == 0 and not store.events_read:
+            # Not a line was an event (lines that were events but clashed with stored ones
+            # are another matter: the file was a log).  A green "parsed" would hide that.
+            locked.status = UploadStatus.FAILED
+            locked.error = nothing_read(locked)
+            locked.finished_at = timezone.now()
+            locked.save(update_fields=["status", "error", "finished_at"])
+            record(locked.workspace, None, "upload.failed", locked, lines=locked.lines_total,
+                   bad_lines=locked.lines_bad, reason=locked.error)
+            return
         locked.status = UploadStatus.PARSED
         locked.bytes_read = locked.size
         locked.finished_at = timezone.now()
@@ -518,6 +564,7 @@ class _Store:
 
     def __init__(self, upload: Upload, observer=None):
         self.copied: str | None = None
+        self.events_read = 0  # lines the parser read as events (stored or not) in this run
         self.upload = upload
         self.workspace_id = upload.workspace_id
         self.observer = observer
@@ -539,6 +586,7 @@ class _Store:
                 raise _Superseded
             errors = [e for e in batch.items if isinstance(e, LineError)]
             rows = [r for r in batch.items if isinstance(r, Row)]
+            self.events_read += len(rows)
             stored: list[Row] = []
             before: dict[int, int | None] = {}
             if rows:

@@ -311,7 +311,7 @@ def _detail_context(workspace, roles: set[str], upload: Upload) -> dict:
                 .order_by("-created_at", "-id"))
     has_approved = RuleVersion.objects.filter(rule__workspace=workspace,
                                               status=VersionStatus.APPROVED).exists()
-    read_nothing = (upload.status == UploadStatus.PARSED and upload.lines_ok == 0
+    read_nothing = (upload.status in FINISHED and upload.lines_ok == 0
                     and upload.lines_bad > 0)
     return {
         "workspace": workspace, "slug": workspace.slug, "roles": roles, "upload": upload,

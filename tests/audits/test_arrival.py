@@ -232,7 +232,7 @@ def test_asking_for_an_audit_without_approved_rules_is_refused(
 def test_the_same_file_again_with_an_audit_audits_it(django_capture_on_commit_callbacks):
     team = make_team("again")
     add_rule(team, "no_delete", "G !delete")
-    lines = [{"session": "s", "labels": ["delete"]}, {"session": "t"}]
+    lines = [{"session": "s", "labels": ["delete"]}, {"session": "t", "labels": []}]
     first = _upload(team, lines, audit=False, capture=django_capture_on_commit_callbacks)
     assert first.audit_run is None and not AuditRun.objects.exists()
     again = _upload(team, lines, capture=django_capture_on_commit_callbacks)
@@ -274,7 +274,8 @@ def test_the_rules_approved_when_the_load_began_are_the_ones_audited(
         type(version).objects.filter(pk=version.pk).update(status="rejected")
 
     monkeypatch.setattr(uploads._Store, "put", put_and_unapprove)
-    upload = _upload(team, [{"session": "s"}], capture=django_capture_on_commit_callbacks)
+    upload = _upload(team, [{"session": "s", "labels": []}],
+                     capture=django_capture_on_commit_callbacks)
     assert upload.status == UploadStatus.PARSED
     # Monitored on arrival with the version approved when the load began: that run stands.
     assert upload.audit_run is not None and upload.audit_run.status == RunStatus.DONE

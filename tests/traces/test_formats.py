@@ -170,13 +170,13 @@ def test_jsonl_bad_lines_are_reported_with_their_numbers_and_the_rest_kept():
 
 
 def test_jsonl_accepts_a_byte_order_mark_crlf_and_integer_sessions():
-    events, errors = run(parse_jsonl, b'\xef\xbb\xbf{"session": 5}\r\n{"session": "t"}')
+    events, errors = run(parse_jsonl, b'\xef\xbb\xbf{"session": 5, "input": 1}\r\n{"session": "t", "input": 2}')
     assert errors == [] and [e["session"] for e in events] == ["5", "t"]
     assert events[0]["step"] is None
 
 
 def test_numbers_no_database_stores_are_refused():
-    events, errors = run(parse_jsonl, lines('{"session": "s", "x": 1e999}', {"session": "t"}))
+    events, errors = run(parse_jsonl, lines('{"session": "s", "x": 1e999}', {"session": "t", "input": ""}))
     assert [e["session"] for e in events] == ["t"]
     assert [(e.line, e.reason) for e in errors] == [
         (1, "not valid JSON (the number 1e999 is too large)")]

@@ -234,7 +234,7 @@ def test_a_silent_child_is_given_up(tmp_path):
         ANSWER_SECONDS = 0.5
 
     path = tmp_path / "log.jsonl"
-    path.write_bytes(b'{"session": "s"}\n')
+    path.write_bytes(b'{"session": "s", "input": "x"}\n')
     child = Silent(path, "jsonl", {}, path.name, 0, SMALL)
     try:
         with pytest.raises(ParseFailed, match="sent nothing for 0.5 s"):
@@ -246,7 +246,7 @@ def test_a_silent_child_is_given_up(tmp_path):
 
 def test_closing_in_the_middle_ends_the_child(tmp_path):
     path = tmp_path / "log.jsonl"
-    path.write_bytes(b'{"session": "s"}\n' * 50_000)
+    path.write_bytes(b'{"session": "s", "input": "x"}\n' * 50_000)
     child = ParseProcess(path, "jsonl", {}, path.name, 0, SMALL)
     next(iter(child))
     started = time.monotonic()
@@ -265,6 +265,6 @@ def test_a_child_that_cannot_start_is_a_parse_failure_not_a_file_error(tmp_path,
 
     monkeypatch.setattr(parsing, "spawn", no_fork)
     path = tmp_path / "log.jsonl"
-    path.write_bytes(b'{"session": "s"}\n')
+    path.write_bytes(b'{"session": "s", "input": "x"}\n')
     with pytest.raises(ParseFailed, match="did not start"):  # the loader then parses in-process
         ParseProcess(path, "jsonl", {}, path.name, 0, SMALL)

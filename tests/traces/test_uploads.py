@@ -116,7 +116,7 @@ def test_bad_lines_are_reported_by_number_and_nothing_else_is_lost(auditor):
 
 def test_a_loaded_upload_logs_where_its_time_went(auditor, caplog):
     with caplog.at_level(logging.INFO, logger="studio.traces.services"):
-        upload = parsed(auditor, auditor.upload(jsonl({"session": "a"}, {"session": "a"}),
+        upload = parsed(auditor, auditor.upload(jsonl({"session": "a", "input": "x"}, {"session": "a", "input": "x"}),
                                                 "jsonl"))
 
     [record] = [r for r in caplog.records if hasattr(r, "phases")]
@@ -127,10 +127,10 @@ def test_a_loaded_upload_logs_where_its_time_went(auditor, caplog):
 
 def test_text_the_database_cannot_hold_is_a_line_error(auditor):
     upload = parsed(auditor, auditor.upload(jsonl('{"session": "s", "output": "\\ud800"}',
-                                                  '{"session": "s\\u0000"}',
+                                                  '{"session": "s\\u0000", "input": "x"}',
                                                   '{"session": "s", "input": "a\\\\u0000"}',
                                                   # Postgres keeps offsets up to 15:59 only
-                                                  {"session": "t",
+                                                  {"session": "t", "input": "x",
                                                    "timestamp": "3771-09-12T13:54:21+17:45"}),
                                             "jsonl"))
     assert (upload["events_stored"], upload["lines_bad"]) == (2, 2)
@@ -207,7 +207,7 @@ def test_attempts_are_capped(auditor, monkeypatch, settings):
     settings.UPLOAD_MAX_ATTEMPTS = 1
     monkeypatch.setattr(services, "_parse", lambda upload: (_ for _ in ()).throw(SystemExit))
     with pytest.raises(SystemExit):
-        auditor.upload(jsonl({"session": "s"}), "jsonl")
+        auditor.upload(jsonl({"session": "s", "input": "x"}), "jsonl")
     upload_id = Upload.objects.get().pk
     services.parse_upload(upload_id)
     upload = Upload.objects.get()
@@ -237,11 +237,11 @@ def test_the_same_file_twice_adds_nothing(auditor):
 def test_steps_continue_after_stored_steps_and_clashes_name_the_event(auditor):
     one = parsed(auditor, auditor.upload(jsonl({"session": "s", "output": 1},
                                                {"session": "s", "output": 2},
-                                               {"session": "t", "step": 5, "event_id": "e5"}),
+                                               {"session": "t", "step": 5, "event_id": "e5", "output": 5}),
                                          "jsonl"))
     two = parsed(auditor, auditor.upload(jsonl({"session": "s", "output": 3},
                                                {"session": "s", "step": 1, "output": "again"},
-                                               {"session": "t", "event_id": "e5"},
+                                               {"session": "t", "event_id": "e5", "output": 5},
                                                {"session": "t", "output": "new"},
                                                {"session": "s", "step": 2, "output": "dup"}),
                                          "jsonl"))
@@ -267,7 +267,7 @@ def test_both_copy_paths_load_the_same(auditor, monkeypatch, direct):
              "timestamp": "2026-01-01T00:00:00+02:00",
              "message": {"id": f"m{i}{odd}", "peer": odd, "kind": "send"},
              "lifeline": odd, "event_id": f"id{i}", "output": odd, "env": {odd: odd}}
-            for i in range(20)] + [{"session": "plain"}]
+            for i in range(20)] + [{"session": "plain", "data": {}}]
     upload = parsed(auditor, auditor.upload(jsonl(*rows), "jsonl"))
     assert upload["events_stored"] == 21
     event = Event.objects.get(event_id="id4")
@@ -320,7 +320,7 @@ def test_csv_mapping_errors_are_field_errors_and_store_nothing(auditor):
 ])
 def test_bad_format_or_options(auditor, format, options, field, detail):
     response = auditor.client.post("/api/w/acme/uploads", {
-        "file": io.BytesIO(b'{"session": "s"}\n'), "format": format, "options": options})
+        "file": io.BytesIO(b'{"session": "s", "input": "x"}\n'), "format": format, "options": options})
     assert response.status_code == 400 and response.json()["field"] == field
     if detail:
         assert response.json()["detail"] == detail
@@ -388,7 +388,7 @@ def test_otlp_files_go_through_the_otlp_decoder(auditor):
 def test_sessions_filter_and_events_page_by_step(auditor):
     one = parsed(auditor, auditor.upload(jsonl(*[{"session": "alpha", "output": i}
                                                  for i in range(25)]), "jsonl"))
-    parsed(auditor, auditor.upload(jsonl({"session": "beta-1"}, {"session": "beta-2"}), "jsonl"))
+    parsed(auditor, auditor.upload(jsonl({"session": "beta-1", "input": "x"}, {"session": "beta-2", "input": "x"}), "jsonl"))
     assert auditor.get("sessions").json()["count"] == 3
     assert [s["external_id"] for s in auditor.get("sessions", q="BETA").json()["items"]] == [
         "beta-1", "beta-2"]
@@ -405,8 +405,8 @@ def test_sessions_filter_and_events_page_by_step(auditor):
 
 
 def test_uploads_list_newest_first(auditor):
-    parsed(auditor, auditor.upload(jsonl({"session": "a"}), "jsonl"))
-    parsed(auditor, auditor.upload(jsonl({"session": "b"}), "jsonl"))
+    parsed(auditor, auditor.upload(jsonl({"session": "a", "input": "x"}), "jsonl"))
+    parsed(auditor, auditor.upload(jsonl({"session": "b", "input": "x"}), "jsonl"))
     page = auditor.get("uploads").json()
     assert page["count"] == 2 and page["items"][0]["id"] > page["items"][1]["id"]
     assert auditor.get("uploads", status="failed").json()["count"] == 0
@@ -416,10 +416,10 @@ def test_uploads_list_newest_first(auditor):
 # Who may do what; limits
 
 def test_uploading_needs_the_auditor_role(author, person):
-    response = author.upload(jsonl({"session": "s"}), "jsonl")
+    response = author.upload(jsonl({"session": "s", "input": "x"}), "jsonl")
     assert response.status_code == 403
     assert response.json()["detail"] == "this needs the auditor role in workspace 'acme'"
-    response = person.upload(jsonl({"session": "s"}), "jsonl")
+    response = person.upload(jsonl({"session": "s", "input": "x"}), "jsonl")
     assert response.status_code == 201
     assert parsed(person, response)["uploaded_by"] == "owner-acme"
 
@@ -427,7 +427,7 @@ def test_uploading_needs_the_auditor_role(author, person):
 def test_an_outsider_gets_404_on_every_route(auditor, outsider):
     upload = parsed(auditor, auditor.upload(BAD_LOG, "jsonl"))
     session = TraceSession.objects.filter(workspace__slug="acme").first()
-    own = parsed(outsider, outsider.upload(jsonl({"session": "mine"}), "jsonl"))
+    own = parsed(outsider, outsider.upload(jsonl({"session": "mine", "input": "x"}), "jsonl"))
     assert own["status"] == "parsed"
     reads = ["uploads", f"uploads/{upload['id']}", f"uploads/{upload['id']}/errors",
              f"uploads/{upload['id']}/errors.csv", "sessions", f"sessions/{session.pk}",
@@ -436,7 +436,7 @@ def test_an_outsider_gets_404_on_every_route(auditor, outsider):
         response = outsider.get(path, slug="acme")
         assert response.status_code == 404, path
         assert response.json() == {"detail": "not found"}
-    assert outsider.upload(jsonl({"session": "x"}), "jsonl", slug="acme").status_code == 404
+    assert outsider.upload(jsonl({"session": "x", "input": "x"}), "jsonl", slug="acme").status_code == 404
     # Naming acme's objects from the outsider's own workspace finds nothing either.
     for path in reads[1:4] + reads[5:]:
         assert outsider.get(path).status_code == 404, path
@@ -456,7 +456,7 @@ def test_an_oversized_upload_is_refused_with_413(auditor, settings):
 def test_parsing_waits_for_the_commit(auditor, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks() as callbacks:
         response = auditor.client.post("/api/w/acme/uploads", {
-            "file": io.BytesIO(b'{"session": "s"}\n'), "format": "jsonl"})
+            "file": io.BytesIO(b'{"session": "s", "input": "x"}\n'), "format": "jsonl"})
     assert response.status_code == 201 and response.json()["status"] == "received"
     assert len(callbacks) == 1 and Event.objects.count() == 0
     callbacks[0]()
@@ -488,9 +488,9 @@ def test_batches_written_on_a_thread_in_order(auditor, monkeypatch, parsed_in):
         real_put(store, batch)
 
     monkeypatch.setattr(services._Store, "put", put)
-    first = parsed(auditor, auditor.upload(jsonl({"session": "s1", "step": 3}), "jsonl"))
+    first = parsed(auditor, auditor.upload(jsonl({"session": "s1", "step": 3, "input": "x"}), "jsonl"))
     rows = [{"session": f"s{i % 4}", "output": i} for i in range(400)] + [
-        {"session": "s1", "step": 3}, "bad"]
+        {"session": "s1", "step": 3, "input": "x"}, "bad"]
     upload = parsed(auditor, auditor.upload(jsonl(*rows), "jsonl"))
     assert threads == {f"upload-{first['id']}-writer", f"upload-{upload['id']}-writer"}
     assert (upload["status"], upload["lines_total"], upload["lines_bad"],
@@ -507,7 +507,7 @@ def test_batches_written_on_a_thread_in_order(auditor, monkeypatch, parsed_in):
         real_put(store, batch)
 
     monkeypatch.setattr(services._Store, "put", fail_on_the_third)
-    failed = parsed(auditor, auditor.upload(jsonl(*[{"session": "f"}] * 300), "jsonl"))
+    failed = parsed(auditor, auditor.upload(jsonl(*[{"session": "f", "input": "x"}] * 300), "jsonl"))
     assert failed["status"] == "failed" and failed["events_stored"] == 100
     assert failed["error"] == ("parsing stopped on an internal error (RuntimeError); the events "
                                "loaded before it are kept")
@@ -576,7 +576,7 @@ def test_an_upload_whose_parse_task_was_lost_is_requeued_once_per_stall(
     from django.utils import timezone
 
     monkeypatch.setattr(services, "enqueue_parse", lambda upload_id: None)  # the message is lost
-    response = auditor.upload(jsonl({"session": "s", "input": "a"}, {"session": "s"}), "jsonl")
+    response = auditor.upload(jsonl({"session": "s", "input": "a"}, {"session": "s", "input": "x"}), "jsonl")
     upload = Upload.objects.get(pk=response.json()["id"])
     assert upload.status == "received"
     recent = auditor.upload(jsonl({"session": "t", "input": "b"}), "jsonl", name="other.jsonl")

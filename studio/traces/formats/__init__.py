@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from typing import BinaryIO
 
 from . import csvlog, inspect_logs, openai_chat, otlp_files
-from .base import LineError, OptionsError
+from .base import LineError, OptionsError, binary_reason
 from .csvlog import parse_csv
 from .inspect_logs import parse_inspect
 from .jsonl import parse_jsonl
@@ -74,6 +74,7 @@ __all__ = [
     "PARSERS",
     "LineError",
     "OptionsError",
+    "binary_reason",
     "check_csv_header",
     "check_options",
     "parse",

@@ -32,6 +32,11 @@ MAX_LINE_BYTES = 32 * 1024 * 1024
 EVENT_FIELDS = ("session", "step", "lifeline", "timestamp", "input", "output", "data", "labels",
                 "event_id", "message")
 MESSAGE_KINDS = ("send", "receive")
+# What makes a line an event: a line with a session and none of these (a per-session summary,
+# a verdict) would otherwise become an empty step of that session.
+CONTENT_FIELDS = ("input", "output", "labels", "data", "lifeline", "message")
+NO_EVENT_FIELDS = ("no event fields (input, output, labels, data, lifeline or message); is this "
+                   "a summary line?")
 
 
 @dataclass(frozen=True)
@@ -254,6 +259,31 @@ def make_event(session: str, step: int | None, line: int, *, lifeline: str = "",
     return {"session": session, "step": step, "lifeline": lifeline, "timestamp": timestamp,
             "input": input, "output": output, "data": data if data is not None else {},
             "labels": labels, "event_id": event_id, "message": message, "line": line}
+
+
+# The first bytes of files that are no text log, and what to do with them.
+_BINARY_KINDS = (
+    (b"PK\x03\x04", "a ZIP archive (an Inspect .eval log uploads with the format inspect)"),
+    (b"\x1f\x8b", "gzip-compressed (decompress it, then upload the log inside)"),
+    (b"%PDF-", "a PDF document"),
+    (b"\x89PNG", "a PNG image"),
+    (b"\xff\xd8\xff", "a JPEG image"),
+)
+_WIDE_TEXT = ((b"\xff\xfe", "UTF-16"), (b"\xfe\xff", "UTF-16"))
+
+
+def binary_reason(head: bytes) -> str | None:
+    """Why a file that starts with ``head`` (its first few KiB) is no text log, or None."""
+    for magic, kind in _BINARY_KINDS:
+        if head.startswith(magic):
+            return f"the file is {kind}, not a text log"
+    for bom, encoding in _WIDE_TEXT:
+        if head.startswith(bom):
+            return f"the file is {encoding} text: save it as UTF-8 and upload it again"
+    if b"\x00" in head:
+        return ("the file is binary, not a text log (it holds NUL bytes); upload the log as "
+                "UTF-8 text: JSON Lines, CSV, chat transcripts or OTLP JSON")
+    return None
 
 
 class Prefixed:

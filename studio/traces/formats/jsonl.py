@@ -25,7 +25,15 @@ from typing import Any, BinaryIO
 
 from studio.monitor.audit import json_kind
 
-from .base import LineError, decode_json_line, event_from_object, read_lines, too_long
+from .base import (
+    CONTENT_FIELDS,
+    NO_EVENT_FIELDS,
+    LineError,
+    decode_json_line,
+    event_from_object,
+    read_lines,
+    too_long,
+)
 
 OPTIONS: frozenset[str] = frozenset()
 
@@ -47,8 +55,10 @@ def parse_jsonl(file: BinaryIO, options: dict | None = None,
         if problem is None:
             event = event_from_object(value, number)
             if isinstance(event, dict):
-                yield event
-                continue
+                if any(key in value for key in CONTENT_FIELDS):
+                    yield event
+                    continue
+                event = NO_EVENT_FIELDS  # a summary line would become an empty step
             problem = event
         yield LineError(number, problem)
 
