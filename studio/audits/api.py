@@ -396,6 +396,17 @@ def report_csv(request, slug: str, audit_id: int):
     return report.csv_response(_run_of(workspace, audit_id))
 
 
+@router.get("{slug}/audits/{audit_id}/violations.csv", response={200: None},
+            summary="Every violation as CSV, streamed: session, rule, version number, counting, "
+                    "trigger and detection steps, at_end, the witness's steps and the sentence "
+                    "explaining it",
+            openapi_extra={"responses": {200: {"description": "CSV",
+                                               "content": {"text/csv": {}}}}})
+def violations_csv(request, slug: str, audit_id: int):
+    workspace = workspace_for(request, slug)
+    return report.violations_csv_response(_run_of(workspace, audit_id))
+
+
 # ---------------------------------------------------------------------------------------------
 # Ground truth
 

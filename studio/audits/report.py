@@ -12,16 +12,17 @@ from dataclasses import dataclass
 
 from django.core.paginator import Paginator
 from django.core.serializers.json import DjangoJSONEncoder
-from django.db.models import Count, Q, Sum
+from django.db.models import Count, Exists, OuterRef, Q, Sum
 from django.http import StreamingHttpResponse
 
 from studio import exports
+from studio.monitor.explain import explain_violation
 from studio.monitor.verdicts import (COUNTING_LABELS, COUNTING_SENTENCES, PENDING, SATISFIED,
                                      VIOLATED, session_verdict, verdict_words)
 from studio.logic.parser import FormulaSyntaxError, parse
 from studio.logic.vocabulary import rule_reads
 from studio.rules.models import RuleVersion
-from studio.traces.models import Event, session_is_open
+from studio.traces.models import Event, Upload, session_is_open
 from studio.workspaces.models import AuditLogEntry
 
 from . import quality
@@ -132,6 +133,46 @@ def csv_response(run: AuditRun) -> StreamingHttpResponse:
     return exports.attachment(csv_lines(run), "text/csv; charset=utf-8", f"audit-{run.id}.csv")
 
 
+VIOLATION_COLUMNS = ["session_id", "session", "rule", "rule_version", "rule_version_id",
+                     "counting", "trigger_step", "detected_step", "at_end", "witness_steps",
+                     "explanation"]
+
+
+def violation_rows(run: AuditRun) -> Iterator[list]:
+    """Every violation of the run (by session, rule, detection step), one row each: the
+    session, the rule and its version number (the id beside it), how the version counts, the
+    step that opened the failed obligation and the step that found it failed, whether the end
+    of the session failed it, the witness's steps and the sentence explaining it
+    (``explain_violation``, the session page's).  Streamed from the database: a run can hold
+    hundreds of thousands of violations."""
+    rules: dict[int, tuple] = {}
+    for v in versions(run):
+        try:
+            formula = parse(v.formula)  # once per version, not once per violation
+        except FormulaSyntaxError:
+            formula = v.formula  # explain_violation says it cannot read it
+        rules[v.id] = (v.rule.name, v.number, v.counting, formula)
+    records = (ViolationRecord.objects.filter(result__run=run)
+               .order_by("result__session_id", "result__rule_version__rule__name",
+                         "result__rule_version_id", "detected", "trigger", "id")
+               .values_list("result__session_id", "result__session__external_id",
+                            "result__rule_version_id", "trigger", "detected", "at_end",
+                            "witness")
+               .iterator(chunk_size=2000))
+    for session_id, external, version_id, trigger, detected, at_end, witness in records:
+        name, number, counting, formula = rules[version_id]
+        witness = witness or []
+        yield [session_id, external, name, number, version_id, counting, trigger, detected,
+               "true" if at_end else "false",
+               " ".join(str(w.get("step")) for w in witness if isinstance(w, dict)),
+               explain_violation(formula, trigger, detected, at_end, witness, counting)]
+
+
+def violations_csv_response(run: AuditRun) -> StreamingHttpResponse:
+    return exports.attachment(exports.csv_lines(VIOLATION_COLUMNS, violation_rows(run)),
+                              "text/csv; charset=utf-8", f"audit-{run.id}-violations.csv")
+
+
 def json_chunks(run: AuditRun, extra: dict | None = None) -> Iterator[str]:
     """``report_document`` as JSON text, streamed session by session (a run of a million
     sessions is never one document in memory), with ``extra`` keys before ``sessions``."""
@@ -159,7 +200,8 @@ def json_response(run: AuditRun) -> StreamingHttpResponse:
 
 
 def _quality_json(entry: RuleAgreement) -> dict:
-    return {"rule": entry.rule, "rule_version": entry.rule_version, **entry.counts.as_dict(),
+    return {"rule": entry.rule, "rule_version": entry.rule_version,
+            "rule_version_id": entry.rule_version_id, **entry.counts.as_dict(),
             "audited": entry.audited, "labels_outside_run": entry.outside}
 
 
@@ -173,7 +215,8 @@ class RuleAgreement:
     (``session_verdict``: a violation was counted, or the session ended violating it)."""
 
     rule: str
-    rule_version: int
+    rule_version: int  # the version's number (the pages' "v1")
+    rule_version_id: int
     counts: quality.Confusion
     audited: int  # sessions the run audited for this rule, labelled or not
     outside: int  # labels for this rule naming sessions this run did not audit
@@ -276,8 +319,8 @@ def agreement(run: AuditRun) -> AgreementTable:
         if not labels:
             continue
         found = counts.get(v.rule.name, quality.Confusion())
-        out.append(RuleAgreement(v.rule.name, v.id, found, audited.get(v.rule.name, 0),
-                                 len(labels) - found.labelled))
+        out.append(RuleAgreement(v.rule.name, v.number, v.id, found,
+                                 audited.get(v.rule.name, 0), len(labels) - found.labelled))
     return out
 
 
@@ -403,11 +446,37 @@ def _reads(formula: str) -> dict:
     return {"atoms": list(reads.atoms), "comparisons": list(reads.comparisons)}
 
 
+def atoms_read(run: AuditRun) -> set[str]:
+    """The atoms the run's rule versions read (``rule_reads``, past operators included)."""
+    return {atom for v in versions(run) for atom in _reads(v.formula)["atoms"]}
+
+
 def labelers(run: AuditRun) -> list[dict]:
-    """The labelers the run labelled events with (its snapshot), configuration as JSON text."""
+    """The labelers of the run's snapshot whose atom an audited rule reads (the others were
+    configured in the workspace but could not change a verdict), configuration as JSON text."""
+    read = atoms_read(run)
     return [{"kind": d.get("kind", ""), "atom": d.get("atom", ""),
              "config": json.dumps(d.get("config", {}), ensure_ascii=False, sort_keys=True)}
-            for d in run.labelers or []]
+            for d in run.labelers or [] if d.get("atom") in read]
+
+
+def uploads_read(run: AuditRun) -> list[Upload]:
+    """The uploaded logs whose events the run read, each with its SHA-256: the run's upload,
+    or for a run over the whole workspace every upload with an event in an audited session."""
+    if run.upload_id is not None:
+        found = Upload.objects.filter(id=run.upload_id)
+    else:
+        audited = SessionResult.objects.filter(run=run).values("session_id")
+        # EXISTS per upload stops at its first audited event (uploads are few, events many).
+        found = Upload.objects.filter(Exists(Event.objects.filter(
+            upload_id=OuterRef("id"), session_id__in=audited)), workspace_id=run.workspace_id)
+    return list(found.select_related("uploaded_by").order_by("created_at", "id"))
+
+
+def live_sessions_read(run: AuditRun) -> int:
+    """Audited sessions that came from live deliveries (no file, so no SHA-256)."""
+    return (SessionResult.objects.filter(run=run, session__source="live")
+            .values("session_id").distinct().count())
 
 
 def _shown(value) -> str:
@@ -453,8 +522,12 @@ def violations(run: AuditRun, limit: int | None = None) -> tuple[list[dict], int
                           "input": _shown(event.input) if event else "",
                           "output": _shown(event.output) if event else "",
                           "missing": event is None})
-        out.append({"session": session, "rule": record.result.rule_version.rule.name,
-                    "rule_version": record.result.rule_version.number,
+        version = record.result.rule_version
+        out.append({"session": session, "rule": version.rule.name,
+                    "rule_version": version.number,
+                    "explanation": explain_violation(version.formula, record.trigger,
+                                                     record.detected, record.at_end,
+                                                     record.witness, version.counting),
                     "trigger": record.trigger, "detected": record.detected,
                     "at_end": record.at_end, "witness": chain})
     return out, total

@@ -178,6 +178,13 @@ def audit_json(request: HttpRequest, slug: str, audit_id: int):
 
 @login_required
 @require_safe
+def audit_violations_csv(request: HttpRequest, slug: str, audit_id: int):
+    workspace, _ = workspace_page(request, slug)
+    return report.violations_csv_response(_run_of(workspace, audit_id))
+
+
+@login_required
+@require_safe
 def audit_evidence(request: HttpRequest, slug: str, audit_id: int):
     workspace, _ = workspace_page(request, slug)
     run = _run_of(workspace, audit_id)
@@ -188,7 +195,8 @@ def audit_evidence(request: HttpRequest, slug: str, audit_id: int):
         "workspace": workspace, "run": run, "scope": _scope(run),
         "progress": services.audit_progress(run), "versions": report.version_history(run),
         "totals": _totals(run), "agreement": report.agreement(run),
-        "labelers": report.labelers(run),
+        "labelers": report.labelers(run), "uploads": report.uploads_read(run),
+        "live_sessions": report.live_sessions_read(run),
         "violations": violations, "violations_total": total,
         "violations_limit": report.EVIDENCE_VIOLATIONS})
 

@@ -54,6 +54,7 @@ class Command(BaseCommand):
     def _document(self, run: AuditRun, rows: report.AgreementTable) -> dict:
         return {"audit": run.pk, "status": run.status,
                 "rules": [{"rule": r.rule, "rule_version": r.rule_version,
+                           "rule_version_id": r.rule_version_id,
                            **r.counts.as_dict(), "audited": r.audited,
                            "labels_outside_run": r.outside} for r in rows],
                 "overall": rows.overall.as_dict()}
