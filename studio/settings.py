@@ -215,12 +215,16 @@ AUDIT_STALL_SECONDS = env_number("AUDIT_STALL_SECONDS", CELERY_TASK_TIME_LIMIT +
                                  minimum=1)
 AUDIT_SWEEP_SECONDS = env_number("AUDIT_SWEEP_SECONDS", 60.0, float, minimum=1)
 LIVE_IDLE_SWEEP_SECONDS = env_number("LIVE_IDLE_SWEEP_SECONDS", 60.0, float, minimum=1)
+RETENTION_SWEEP_SECONDS = env_number("RETENTION_SWEEP_SECONDS", 3600.0, float, minimum=1)
 CELERY_BEAT_SCHEDULE = {
     "requeue-stalled-work": {"task": "worker.audits.requeue_stalled_work",
                              "schedule": AUDIT_SWEEP_SECONDS},
     # Live sessions idle past their workspace's live_inactivity_minutes get their end verdicts.
     "end-idle-live-sessions": {"task": "worker.live.end_idle_live_sessions",
                                "schedule": LIVE_IDLE_SWEEP_SECONDS},
+    # Uploads and live sessions older than their workspace's retention_days are erased.
+    "apply-retention": {"task": "worker.retention.apply_retention",
+                        "schedule": RETENTION_SWEEP_SECONDS},
 }
 CELERY_BEAT_SCHEDULE_FILENAME = env_str("CELERY_BEAT_SCHEDULE_FILENAME",
                                         str(BASE_DIR / "var" / "celerybeat-schedule"))

@@ -59,9 +59,39 @@ class AuditRun(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     # When its unfinished batches were last enqueued again (by resume or the stall sweeper).
     requeued_at = models.DateTimeField(null=True, blank=True)
+    # What was erased from under the run (studio.traces.erasure), oldest first: [{"at", "by",
+    # "kind": "upload" | "session", "id", "name", "events", "sessions", "results", "reason"}],
+    # "results" counting this run's results removed with it.  The report says so.
+    erasures = models.JSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
+
+    def erasure_notices(self) -> list[str]:
+        """Each erasure in a sentence, for the report: what went, when, by whom, and how many
+        of this run's results with it."""
+        return [erasure_notice(entry) for entry in self.erasures]
+
+
+def erasure_notice(entry: dict) -> str:
+    from datetime import datetime
+
+    def count(n: int, noun: str) -> str:
+        return f"{n:,} {noun}{'' if n == 1 else 's'}"
+
+    when = datetime.fromisoformat(entry["at"]).strftime("%Y-%m-%d %H:%M UTC")
+    if entry.get("kind") == "session":
+        what = f"Session {entry['name']} ({count(entry['events'], 'event')})"
+    else:
+        what = (f"Upload {entry['name']} (#{entry['id']}: {count(entry['events'], 'event')}, "
+                f"{count(entry['sessions'], 'session')})")
+    who = f"by {entry['by']}" if entry.get("by") else "automatically"
+    why = f" ({entry['reason']})" if entry.get("reason") else ""
+    results = entry.get("results", 0)
+    removed = (f"{count(results, 'result')} of this run computed from it "
+               f"{'was' if results == 1 else 'were'} removed" if results else
+               "none of this run's results had been computed from it")
+    return f"{what} was erased on {when} {who}{why}; {removed}."
 
 
 class BatchStatus(models.TextChoices):

@@ -48,6 +48,10 @@ def _totals(run: AuditRun) -> list[dict]:
 def _scope(run: AuditRun) -> str:
     if run.upload is not None:
         return f"the sessions of upload {run.upload.filename} (#{run.upload_id})"
+    # An erased upload leaves the run's scope empty: it was still that upload, not everything.
+    for entry in run.erasures:
+        if entry.get("scope"):
+            return f"the sessions of upload {entry['name']} (#{entry['id']}, since erased)"
     return "every session of the workspace"
 
 

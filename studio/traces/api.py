@@ -12,10 +12,10 @@ from ninja import Router, Schema, Status
 
 from studio import exports
 from studio.api import boundary
-from studio.api.core import ServiceError, actor_of, workspace_for
+from studio.api.core import Conflict, PermissionDenied, ServiceError, actor_of, workspace_for
 from studio.workspaces.models import Role
 
-from . import services
+from . import erasure, services
 from .formats import PARSERS
 from .models import Event, TraceSession, Upload, UploadStatus
 
@@ -46,6 +46,20 @@ class UploadOut(Schema):
     audit_requested: bool
     audit_rule_set: int | None
     audit_run: int | None  # the audit made when it was parsed (or asked for again)
+
+
+class ErasureOut(Schema):
+    kind: str               # upload | session
+    id: int
+    name: str               # the upload's file name, the session's external id
+    events: int             # events erased
+    sessions: int           # sessions that held one of them
+    sessions_removed: int   # of those, the ones left with no event
+    results: int            # audit results (in any run) removed: they read erased events
+    runs: list[int]         # the audit runs that record the erasure
+    at: datetime | None
+    by: str | None
+    reason: str
 
 
 class UploadPage(Schema):
@@ -237,6 +251,31 @@ def get_upload(request, slug: str, upload_id: int):
     return _upload_out(_upload(request, slug, upload_id))
 
 
+ERASERS = (Role.AUDITOR, Role.ADMIN)
+
+
+def eraser_workspace(request, slug: str):
+    """The workspace for an erasure: auditors and admins only (403 to other members, 404 to
+    outsiders)."""
+    workspace = workspace_for(request, slug)
+    if not actor_of(request).roles_in(workspace) & set(ERASERS):
+        raise PermissionDenied(f"erasing needs the auditor or admin role in workspace {slug!r}")
+    return workspace
+
+
+@router.delete("{slug}/uploads/{upload_id}", response=ErasureOut,
+               summary="Erase an upload (auditor or admin): its events and stored file, the "
+                       "sessions left with no event, and every audit result that read its "
+                       "events; the runs concerned and the audit log record it")
+def erase_upload(request, slug: str, upload_id: int):
+    workspace = eraser_workspace(request, slug)
+    upload = get_object_or_404(Upload, workspace=workspace, pk=upload_id)
+    try:
+        return erasure.erase_upload(upload, by=actor_of(request))
+    except erasure.StillParsing as exc:
+        raise Conflict(str(exc)) from None
+
+
 @router.get("{slug}/uploads/{upload_id}/errors", response=UploadErrorPage,
             summary="The lines that were not imported, and why, in file order")
 def upload_errors(request, slug: str, upload_id: int, offset: int = 0, limit: int = 100):
@@ -283,6 +322,16 @@ def get_session(request, slug: str, session_id: int):
     session = _session(request, slug, session_id)
     bounds = Event.objects.filter(session=session).aggregate(first=Min("step"), last=Max("step"))
     return {**_session_out(session), "first_step": bounds["first"], "last_step": bounds["last"]}
+
+
+@router.delete("{slug}/sessions/{session_id}", response=ErasureOut,
+               summary="Erase a session, live or uploaded (auditor or admin): all its events "
+                       "and every audit result of it; the runs concerned and the audit log "
+                       "record it")
+def erase_session(request, slug: str, session_id: int):
+    workspace = eraser_workspace(request, slug)
+    session = get_object_or_404(TraceSession, workspace=workspace, pk=session_id)
+    return erasure.erase_session(session, by=actor_of(request))
 
 
 @router.get("{slug}/sessions/{session_id}/events", response=EventPage,

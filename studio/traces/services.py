@@ -325,7 +325,7 @@ def nothing_read(upload: Upload) -> str:
     lines = f"{upload.lines_bad} line{'s' if upload.lines_bad != 1 else ''}"
     message = f"no line of {upload.filename} is an event"
     if first is not None:
-        message += f" ({lines} not imported; the first, {first}: {first.reason})"
+        message += f" ({lines} not imported; the first, line {first.line}: {first.reason})"
     summaries = upload.errors.filter(reason=formats.base.NO_EVENT_FIELDS).exists()
     if summaries:
         return (f"{message}. Lines that name a session but carry no step of it look like "

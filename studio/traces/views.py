@@ -9,7 +9,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.template.defaultfilters import filesizeformat
 from django.urls import reverse
@@ -25,7 +25,7 @@ from studio.rules.models import RuleSet, RuleVersion, VersionStatus
 from studio.web.access import actor, workspace_page
 from studio.workspaces.models import Role
 
-from . import services
+from . import erasure, services
 from .formats import PARSERS
 from .formats.csvlog import COLUMN_OPTIONS
 from .models import Upload, UploadStatus
@@ -276,6 +276,41 @@ def upload_audit(request: HttpRequest, slug: str, upload_id: int):
     return back
 
 
+@login_required
+@require_http_methods(["GET", "HEAD", "POST"])
+def upload_erase(request: HttpRequest, slug: str, upload_id: int):
+    """Erasing an upload (auditors and admins).  GET is the confirmation page, for browsers
+    without JavaScript; POST erases (htmx asks with ``hx-confirm`` first) and goes to the
+    uploads list."""
+    workspace, roles = workspace_page(request, slug)
+    upload = _upload_in(workspace, upload_id)
+    if not roles & {Role.AUDITOR, Role.ADMIN}:
+        context = _detail_context(workspace, roles, upload)
+        context["refusal"] = "Only auditors and admins may erase an upload."
+        return render(request, "traces/upload.html", context, status=403)
+    if request.method != "POST":
+        return render(request, "traces/erase_upload.html", {
+            "workspace": workspace, "slug": workspace.slug, "upload": upload,
+            "preview": erasure.preview_upload(upload)})
+    try:
+        done = erasure.erase_upload(upload, by=actor(request))
+    except erasure.StillParsing as exc:
+        messages.error(request, _sentence(str(exc)) + ".")
+        return redirect("upload", slug=workspace.slug, upload_id=upload.pk)
+    messages.success(request, f"{upload.filename} was erased: {done.events} "
+                              f"event{'s' if done.events != 1 else ''}, "
+                              f"{done.sessions_removed} session"
+                              f"{'s' if done.sessions_removed != 1 else ''} left with no event, "
+                              f"and {done.results} audit result"
+                              f"{'s' if done.results != 1 else ''} computed from them.")
+    target = reverse("uploads", args=[workspace.slug])
+    if request.headers.get("HX-Request"):
+        response = HttpResponse()
+        response["HX-Redirect"] = target
+        return response
+    return redirect(target)
+
+
 def _audit_refusal(exc: ServiceError, workspace):
     if exc.field == "rule_set" and "no approved rule versions" in exc.message:
         return format_html('{}: only approved rule versions audit. <a href="{}">See the '
@@ -323,6 +358,7 @@ def _detail_context(workspace, roles: set[str], upload: Upload) -> dict:
         "runs": runs, "rule_sets": list(RuleSet.objects.filter(workspace=workspace)
                                         .order_by("name")),
         "has_approved": has_approved, "can_audit": Role.AUDITOR in roles,
+        "can_erase": bool(roles & {Role.AUDITOR, Role.ADMIN}),
         "auditors_only": _auditors_only(roles),
     }
 

@@ -5,6 +5,7 @@ from datetime import datetime
 from django.http import Http404
 from django.shortcuts import get_object_or_404
 from ninja import Router, Schema, Status
+from pydantic import Field
 
 from studio.api.core import (
     Id,
@@ -26,6 +27,19 @@ class WorkspaceOut(Schema):
     slug: str
     name: str
     roles: list[str]
+
+
+class WorkspaceSettingsOut(Schema):
+    slug: str
+    name: str
+    # Events older than this many days are erased by beat (null: kept for ever).
+    retention_days: int | None
+    live_inactivity_minutes: int
+
+
+class WorkspaceSettingsIn(Schema):
+    # null or 0: keep events for ever.
+    retention_days: int | None = Field(None, ge=0, le=100_000)
 
 
 class MemberOut(Schema):
@@ -110,6 +124,27 @@ def list_workspaces(request):
         roles.setdefault(m.workspace_id, []).append(m.role)
     return [{"slug": w.slug, "name": w.name, "roles": roles[w.id]}
             for w in Workspace.objects.filter(id__in=roles).order_by("name")]
+
+
+def _settings_out(workspace: Workspace) -> dict:
+    return {"slug": workspace.slug, "name": workspace.name,
+            "retention_days": workspace.retention_days or None,
+            "live_inactivity_minutes": workspace.live_inactivity_minutes}
+
+
+@router.get("{slug}", response=WorkspaceSettingsOut, summary="A workspace's settings")
+def get_workspace(request, slug: str):
+    return _settings_out(workspace_for(request, slug))
+
+
+@router.patch("{slug}", response=WorkspaceSettingsOut,
+              summary="Change a workspace's settings (admins): retention_days, after which "
+                      "events are erased (null or 0: kept for ever)")
+def update_workspace(request, slug: str, body: WorkspaceSettingsIn):
+    workspace = require_admin(request, slug)
+    if "retention_days" in body.model_fields_set:
+        services.set_retention(workspace, body.retention_days, by=actor_of(request))
+    return _settings_out(workspace)
 
 
 def _people_only(request):

@@ -16,6 +16,9 @@ class Workspace(models.Model):
     # A live session with no event for this long is ended (and gets its end verdicts) by beat's
     # sweeper (studio.live.services.end_idle_sessions); 0: never.
     live_inactivity_minutes = models.PositiveIntegerField(default=30)
+    # Events older than this many days are erased by beat's retention sweeper
+    # (studio.traces.erasure.apply_retention); null or 0: kept for ever.
+    retention_days = models.PositiveIntegerField(null=True, blank=True)
 
     def __str__(self) -> str:
         return self.name

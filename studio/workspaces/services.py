@@ -37,6 +37,20 @@ def create_workspace(name: str, owner=None, slug: str | None = None,
 
 
 @transaction.atomic
+def set_retention(workspace: Workspace, days: int | None, by=None) -> Workspace:
+    """Keep events ``days`` days (None or 0: for ever); beat erases older ones
+    (studio.traces.erasure.apply_retention)."""
+    days = days or None
+    before = workspace.retention_days or None
+    if days != before:
+        workspace.retention_days = days
+        workspace.save(update_fields=["retention_days"])
+        record(workspace, by, "workspace.retention_changed", workspace, before=before,
+               after=days)
+    return workspace
+
+
+@transaction.atomic
 def add_member(workspace: Workspace, user, role: str, by=None) -> Membership:
     membership, created = Membership.objects.get_or_create(workspace=workspace, user=user,
                                                            role=role)

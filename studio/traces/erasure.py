@@ -1,0 +1,242 @@
+"""Erasing what was stored: an upload, a session, and what a workspace's retention period
+no longer allows.
+
+One erasure is one transaction, done in bulk by SQL (an upload may hold a million events, so no
+row is ever loaded into Python): the events go; so do the sessions they leave with no event; so
+do the results, violations, label provenance and label corrections of every session that had
+one of those events, in every audit run - a result computed over events that no longer exist is
+no longer evidence.  A session that also holds events from elsewhere (another upload, live
+deliveries) stays with those events.  Each audit run that covered the erased sessions records
+the erasure in ``AuditRun.erasures`` (its report says what was erased, when, by whom, and how
+many of its results went with it), and the workspace's audit log records who erased what.  The
+stored file is removed once the transaction has committed.
+
+The models are the tables' (``_raw_delete``): Django's own ``delete`` would first read every
+row it cascades to.  Foreign keys are checked at commit (Django declares them deferrable), so
+the sessions are deleted while the events that name them still exist, and the events after.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta
+
+from django.db import transaction
+from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models.functions import Coalesce, Greatest
+from django.utils import timezone
+
+from studio.audits.models import (
+    AuditRun,
+    LabelCorrection,
+    LabelProvenance,
+    RunStatus,
+    SessionResult,
+    ViolationRecord,
+)
+from studio.workspaces.models import Workspace
+from studio.workspaces.services import record
+
+from .models import Event, TraceSession, Upload, UploadError, UploadStatus
+
+log = logging.getLogger(__name__)
+
+STILL_PARSING = (UploadStatus.RECEIVED, UploadStatus.PARSING)
+
+
+class StillParsing(Exception):
+    """The upload is still being parsed: its events are still arriving."""
+
+
+@dataclass
+class Erasure:
+    """What one erasure removed."""
+
+    kind: str            # "upload" | "session"
+    id: int              # the upload's or the session's id
+    name: str            # the upload's file name, the session's external id
+    events: int          # events erased
+    sessions: int        # sessions that had one of them
+    sessions_removed: int  # of those, the ones left with no event (removed)
+    results: int         # results (in any run) removed with them
+    runs: list[int] = field(default_factory=list)  # the runs that record it
+    at: datetime | None = None
+    by: str | None = None
+    reason: str = ""     # why, when no person asked (retention)
+
+    def for_run(self, results: int, scope: bool = False) -> dict:
+        """The entry a run keeps (``AuditRun.erasures``), with its own results removed;
+        ``scope``: the run audited the erased upload's sessions."""
+        return {"at": self.at.isoformat(), "by": self.by, "kind": self.kind, "id": self.id,
+                "name": self.name, "events": self.events, "sessions": self.sessions,
+                "sessions_removed": self.sessions_removed, "results": results,
+                "reason": self.reason, "scope": scope}
+
+
+def erase_upload(upload: Upload, by=None, reason: str = "") -> Erasure:
+    """Erase ``upload``: its events, its stored file, its line errors and the upload itself,
+    with what the module docstring lists.  ``StillParsing`` while it is being parsed."""
+    with transaction.atomic():
+        locked = Upload.objects.select_for_update().filter(pk=upload.pk).first()
+        if locked is None:  # erased meanwhile
+            return Erasure("upload", upload.pk, upload.filename, 0, 0, 0, 0)
+        if locked.status in STILL_PARSING:
+            raise StillParsing(f"upload {locked.pk} is still being parsed ({locked.percent:g}% "
+                               "read); erase it once it has been parsed or has failed")
+        events = Event.objects.filter(upload_id=locked.pk)
+        # The sessions with no event from elsewhere (another upload, live deliveries).
+        only_this = ~Exists(Event.objects.filter(session_id=OuterRef("pk"))
+                            .exclude(upload_id=locked.pk))
+        erasure = _erase(locked.workspace, "upload", locked.pk, locked.filename, events,
+                         only_this, by, reason,
+                         runs_in_scope=AuditRun.objects.filter(upload_id=locked.pk))
+        UploadError.objects.filter(upload_id=locked.pk)._raw_delete(UploadError.objects.db)
+        path = _stored_path(locked)
+        locked.delete()  # what pointed at it (audit runs' scope, Upload.audit_run) is set null
+        if path is not None:
+            transaction.on_commit(lambda: _remove_file(path))
+    return erasure
+
+
+def erase_session(session: TraceSession, by=None, reason: str = "") -> Erasure:
+    """Erase ``session`` and every event it holds, whatever their source: a live session, or an
+    uploaded one (the uploads that brought its events keep their other sessions)."""
+    with transaction.atomic():
+        # A live delivery to the session holds this lock while it stores events.
+        locked = TraceSession.objects.select_for_update().filter(pk=session.pk).first()
+        if locked is None:
+            return Erasure("session", session.pk, session.external_id, 0, 0, 0, 0)
+        events = Event.objects.filter(session_id=locked.pk)
+        return _erase(locked.workspace, "session", locked.pk, locked.external_id, events,
+                      Q(pk=locked.pk), by, reason)
+
+
+def preview_upload(upload: Upload) -> dict:
+    """What erasing ``upload`` would remove now (the confirmation page)."""
+    events = Event.objects.filter(upload_id=upload.pk)
+    touched = events.order_by().values("session_id")
+    only_this = ~Exists(Event.objects.filter(session_id=OuterRef("pk"))
+                        .exclude(upload_id=upload.pk))
+    sessions = TraceSession.objects.filter(pk__in=touched)
+    return {"events": events.count(), "sessions": sessions.count(),
+            "sessions_removed": sessions.filter(only_this).count(),
+            "results": SessionResult.objects.filter(session_id__in=touched).count(),
+            "still_parsing": upload.status in STILL_PARSING}
+
+
+def _erase(workspace: Workspace, kind: str, ident: int, name: str, events: QuerySet,
+           left_empty, by, reason: str, runs_in_scope: QuerySet | None = None) -> Erasure:
+    """The erasure of ``events`` (a queryset of the workspace's events), in the caller's
+    transaction.  ``left_empty`` filters the touched sessions to those that have no other
+    event (they are removed)."""
+    now = timezone.now()
+    touched = events.order_by().values("session_id")  # a subquery: re-read by each statement below
+    sessions = TraceSession.objects.filter(workspace=workspace, pk__in=touched)
+    results = SessionResult.objects.filter(session_id__in=touched)
+    results_by_run = dict(results.order_by().values("run_id").annotate(n=Count("id"))
+                          .values_list("run_id", "n"))
+    runs = set(results_by_run)
+    scoped = set(runs_in_scope.values_list("id", flat=True)) if runs_in_scope is not None else set()
+    runs.update(scoped)
+    runs.update(_unfinished_runs_covering(workspace, touched))
+    event_count = events.count()
+    session_count = sessions.count()
+    emptied = sessions.filter(left_empty)
+    removed_count = emptied.count()
+
+    db = Event.objects.db
+    ViolationRecord.objects.filter(result__session_id__in=touched)._raw_delete(db)
+    results._raw_delete(db)
+    LabelProvenance.objects.filter(session_id__in=touched)._raw_delete(db)
+    LabelCorrection.objects.filter(event_id__in=events.values("id"))._raw_delete(db)
+    # The sessions that keep events: their step count drops by the events erased, and a live
+    # one's saved monitors (built over them) are dropped, to be rebuilt from what is left.
+    erased_here = (events.filter(session_id=OuterRef("pk")).order_by()
+                   .values("session_id").annotate(n=Count("id")).values("n"))
+    (sessions.exclude(left_empty)
+     .update(steps=Greatest(F("steps") - Coalesce(Subquery(erased_here), Value(0)), Value(0)),
+             monitor_state=None))
+    emptied._raw_delete(db)
+    events._raw_delete(db)
+
+    erasure = Erasure(kind, ident, name, event_count, session_count, removed_count,
+                      sum(results_by_run.values()), sorted(runs), now, _name_of(by), reason)
+    for run in AuditRun.objects.select_for_update().filter(pk__in=runs).order_by("pk"):
+        run.erasures = [*run.erasures, erasure.for_run(results_by_run.get(run.pk, 0),
+                                                       scope=run.pk in scoped)]
+        run.save(update_fields=["erasures"])
+    details = {k: v for k, v in asdict(erasure).items() if k not in ("at", "by", "id")}
+    record(workspace, by, f"{kind}.erased", None, **{kind: ident}, **details)
+    return erasure
+
+
+def _unfinished_runs_covering(workspace: Workspace, touched: QuerySet) -> set[int]:
+    """Runs still under way (or failed, to be resumed) whose batches include a touched session:
+    they may have no result for it yet, but they were planned over it."""
+    batches = list(AuditRun.objects.filter(workspace=workspace)
+                   .exclude(status=RunStatus.DONE)
+                   .values_list("id", "batches__session_ids"))
+    if not batches:
+        return set()
+    ids = set(touched.order_by().values_list("session_id", flat=True).distinct())
+    return {run for run, session_ids in batches if session_ids and ids.intersection(session_ids)}
+
+
+def _name_of(by) -> str | None:
+    user = getattr(by, "user", by)
+    if user is not None and getattr(user, "is_authenticated", False):
+        return user.get_username()
+    token = getattr(by, "token", None)
+    return f"token {token.name}" if token is not None else None
+
+
+def _stored_path(upload: Upload):
+    from .services import stored_file  # services import the audits, which import traces
+
+    return stored_file(upload) if upload.stored_path else None
+
+
+def _remove_file(path) -> None:
+    try:
+        path.unlink(missing_ok=True)
+    except OSError:  # the rows are gone; a file left behind is logged, not a failure
+        log.exception("erased upload: its stored file %s could not be removed", path)
+
+
+# ---------------------------------------------------------------------------------------------
+# Retention
+
+def erase_expired(workspace: Workspace, now: datetime | None = None) -> list[Erasure]:
+    """Erase what the workspace's ``retention_days`` no longer allows: each upload received
+    before the cutoff (its events are as old as it is), and each session made of events no
+    upload brought (live deliveries) whose last event came before the cutoff.  A live session is
+    erased whole: cutting off its beginning would leave a session its rules cannot read."""
+    days = workspace.retention_days or 0
+    if days <= 0:
+        return []
+    now = now or timezone.now()
+    cutoff = now - timedelta(days=days)
+    reason = f"retention: events are kept {days} day{'s' if days != 1 else ''}"
+    done = []
+    expired = (Upload.objects.filter(workspace=workspace, created_at__lt=cutoff)
+               .exclude(status__in=STILL_PARSING).order_by("pk"))
+    for upload in expired:
+        done.append(erase_upload(upload, reason=reason))
+    uploaded = Exists(Event.objects.filter(session_id=OuterRef("pk"), upload__isnull=False))
+    stale = (TraceSession.objects.filter(workspace=workspace).filter(~uploaded)
+             .filter(Q(last_event_at__lt=cutoff)
+                     | Q(last_event_at__isnull=True, created_at__lt=cutoff))
+             .order_by("pk"))
+    for session in stale:
+        done.append(erase_session(session, reason=reason))
+    return done
+
+
+def apply_retention(now: datetime | None = None) -> int:
+    """Every workspace's retention period (beat: worker.retention.apply_retention); returns how
+    many uploads and sessions were erased."""
+    erased = 0
+    for workspace in Workspace.objects.filter(retention_days__gt=0).order_by("pk"):
+        erased += len(erase_expired(workspace, now))
+    return erased
