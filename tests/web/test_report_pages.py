@@ -248,7 +248,8 @@ def test_csv_and_json_exports(team, run):
                         "no_delete verdict", "no_delete final", "no_delete violations",
                         "respond verdict", "respond final", "respond violations"]
     rows = {row[1]: row for row in table[1:]}
-    assert rows["a"][2:] == ["4", "violated", "1", "satisfied", "0", "violated", "1"]
+    assert rows["a"][2:] == ["4", "violated", "violated", "1", "satisfied", "satisfied", "0",
+                             "violated", "violated", "1"]
     # The formula-injection guard: the session id cannot run in a spreadsheet.
     assert "'=cmd|' /C calc'!A0" in rows and "=cmd|' /C calc'!A0" not in rows
     # The same bytes as the API's export.
@@ -383,7 +384,8 @@ def test_a_bad_line_is_reported_with_its_number_and_the_rest_is_stored(team):
     assert rows[1] == ["no_delete", "1", "1", "0"]
     labels = Tables(listed[listed.index("Showing the labels of rule respond"):]).tables[0]
     assert labels[1][:3] == ["a", "respond", "not violated"]
-    assert client.get("/w/acme/ground-truth/?rule=a%00b").status_code == 200
+    refused = client.get("/w/acme/ground-truth/?rule=a%00b")  # at the boundary, naming it
+    assert refused.status_code == 400 and "Rule must not contain NUL" in refused.content.decode()
 
 
 def test_ground_truth_uploads_that_cannot_be_used_are_explained(team):
