@@ -17,6 +17,7 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from studio.api.core import ServiceError
+from studio.monitor.verdicts import VIOLATED
 from studio.rules.models import RuleSet
 from studio.traces.models import Upload, UploadStatus
 from studio.web.access import actor, workspace_page
@@ -24,6 +25,7 @@ from studio.workspaces.models import Role
 
 from . import groundtruth, report, services
 from .models import AuditRun, GroundTruth, RunStatus, SessionResult
+from .verdicts import session_verdict_q
 
 RUNS_PER_PAGE = 25
 SESSIONS_PER_PAGE = 50
@@ -110,7 +112,7 @@ def _runs_page(request: HttpRequest, workspace, roles, errors: dict | None = Non
         run__in=[r.id for r in page.object_list]).values("run_id").annotate(
             violations=Sum("violation_count"),
             sessions_violated=Count("session_id", distinct=True,
-                                    filter=Q(final="violated") | Q(violation_count__gt=0)))}
+                                    filter=session_verdict_q(VIOLATED)))}
     rows = [{"run": run, "progress": services.audit_progress(run), "scope": _scope(run),
              "violations": (found.get(run.id) or {}).get("violations") or 0,
              "sessions_violated": (found.get(run.id) or {}).get("sessions_violated") or 0}
@@ -175,16 +177,16 @@ def audit_csv(request: HttpRequest, slug: str, audit_id: int):
 
 @login_required
 @require_safe
-def audit_json(request: HttpRequest, slug: str, audit_id: int):
+def audit_violations_csv(request: HttpRequest, slug: str, audit_id: int):
     workspace, _ = workspace_page(request, slug)
-    return report.json_response(_run_of(workspace, audit_id))
+    return report.violations_csv_response(_run_of(workspace, audit_id))
 
 
 @login_required
 @require_safe
-def audit_violations_csv(request: HttpRequest, slug: str, audit_id: int):
+def audit_json(request: HttpRequest, slug: str, audit_id: int):
     workspace, _ = workspace_page(request, slug)
-    return report.violations_csv_response(_run_of(workspace, audit_id))
+    return report.json_response(_run_of(workspace, audit_id))
 
 
 @login_required

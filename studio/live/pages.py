@@ -52,7 +52,8 @@ def rules_in_words(session: TraceSession, current: dict, context: services.Conte
     rules = []
     for rule in current["rules"]:
         verdict = session_verdict(rule["violations"], rule["final"] or "",
-                                  open=session.is_open, settled=rule["verdict"],
+                                  open=session.is_open,
+                                  settled=rule.get("trac_verdict", rule["verdict"]),
                                   counting=counting.get(rule["rule"], ""))
         rules.append({**rule, "session_verdict": verdict, "words": verdict_words(verdict),
                       "final_words": verdict_words(rule["final"]) if rule["final"] else "",
