@@ -15,7 +15,7 @@ from django.test.utils import override_settings
 from django.utils import timezone
 
 from studio.audits import services
-from studio.audits.models import AuditBatch, AuditRun, BatchStatus, RunStatus, SessionResult
+from studio.audits.models import AuditRun, BatchStatus, RunStatus, SessionResult
 from studio.traces import services as traces
 from studio.traces.models import Upload, UploadStatus
 from studio.workspaces.models import AuditLogEntry

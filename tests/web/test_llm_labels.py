@@ -174,7 +174,7 @@ def test_a_correction_through_the_page_flips_the_verdict(team, llm, start):
 
     answer = auditor.post(url, {"run": run.id, "step": 2, "atom": "leak", "value": "false"})
     assert answer.status_code == 303
-    assert answer["Location"].endswith(f"step=2#step-2")
+    assert answer["Location"].endswith("step=2#step-2")
     result = verdict(run, team, "chatty")
     assert (result.verdict, result.final, result.violation_count) == ("pending", "satisfied",
                                                                       0)
