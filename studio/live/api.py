@@ -220,7 +220,8 @@ def check_candidates(request: HttpRequest, slug: str, session_id: str):
              response={200: EndOut, **_ERRORS},
              summary="End a live session: each rule gets its end verdict; later events get 409",
              description="Authenticated as the events route (bearer token or signed webhook); "
-                         "the body is ignored.  Ending an ended session changes nothing.",
+                         "the body is ignored (but must be JSON without NUL or lone surrogates, or "
+                         "empty).  Ending an ended session changes nothing.",
              openapi_extra={"security": [{"BearerAuth": []}, {}], "requestBody": {
                  "required": False, "description": "ignored (a signature covers it)",
                  "content": {"application/json": {"schema": {"type": "object"}}}}})
@@ -229,6 +230,11 @@ def end_session(request: HttpRequest, slug: str, session_id: str):
         raw = intake.raw_body(request)
         workspace, actor, _ = intake.authenticate(request, raw, slug)
         intake.check_rate(workspace, actor)
+        body = intake.decoded_body(request, raw)
+        if body.strip():
+            # Ignored, but still input: it is read as every body is, so that NUL, a lone
+            # surrogate or broken JSON is refused here as on the events route.
+            intake.parse_json(body)
         answer = services.end_session(workspace, session_id, actor)
         return JsonResponse(answer)
 

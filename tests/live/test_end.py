@@ -54,6 +54,16 @@ def test_a_rule_pending_while_open_is_violated_once_the_session_ends(confirm, to
     assert AuditLogEntry.objects.filter(action="live_session.ended").count() == 1
 
 
+def test_an_end_body_holding_a_lone_surrogate_or_nul_is_refused_and_ends_nothing(confirm, token):
+    agent = Agent("acme", token=token)
+    agent.post("s1", [LOOK])
+    for body in (b'{"note": "\\ud800"}', b'{"note": "a\\u0000b"}', b"{not json"):
+        refused = agent.post("s1", [], what="end", body=body)
+        assert 400 <= refused.status_code < 500, (body, refused.status_code)
+    assert TraceSession.objects.get(external_id="s1").is_open
+    assert agent.post("s1", [], what="end", body=b"").status_code == 200  # no body: fine
+
+
 def test_ending_again_changes_nothing(confirm, token):
     agent = Agent("acme", token=token)
     agent.post("s1", [LOOK])
