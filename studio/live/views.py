@@ -1,20 +1,24 @@
-"""OTLP/HTTP JSON at ``/v1/traces``: OpenTelemetry exporters send their spans straight here.
+"""OTLP/HTTP at ``/v1/traces``: OpenTelemetry exporters send their spans straight here.
 
-An exporter is configured with the endpoint ``<site>/v1/traces``, the protocol ``http/json`` and
-an ``Authorization: Bearer <token>`` header; the spans go to the token's workspace.  Answers
-follow the OTLP specification: 200 with an ``ExportTraceServiceResponse`` (``partialSuccess``
-naming how many spans were rejected and why, when some were), and on failure a JSON ``Status``
-(``{"code", "message"}``) with 400, 401, 413, 415, or 429/503 with Retry-After, which exporters
-retry.
+An exporter is configured with the endpoint ``<site>/v1/traces``, the protocol ``http/json``
+(``application/json``) or ``http/protobuf`` (``application/x-protobuf``, the Python exporter's
+default) and an ``Authorization: Bearer <token>`` header; the spans go to the token's workspace.
+A protobuf body is turned into the JSON document first, so both take one path after that.
+Answers follow the OTLP specification: 200 with an ``ExportTraceServiceResponse`` in the
+request's encoding (``partialSuccess`` naming how many spans were rejected and why, when some
+were), and on failure a JSON ``Status`` (``{"code", "message"}``) with 400, 401, 413, 415, or
+429/503 with Retry-After, which exporters retry.
 """
 
 from __future__ import annotations
 
 from django.db import InterfaceError, OperationalError
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
+from studio.api import boundary
 from studio.api.core import Actor, ServiceError
+from studio.traces.formats import otlp_protobuf
 from studio.traces.formats.otlp import decode_traces
 
 from . import intake, services
@@ -37,9 +41,9 @@ def otlp_traces(request: HttpRequest):
         response = _status(405, "POST an ExportTraceServiceRequest")
         response["Allow"] = "POST"
         return response
-    if request.content_type != "application/json":
+    if request.content_type not in ("application/json", otlp_protobuf.CONTENT_TYPE):
         return _status(415, "this endpoint takes OTLP/HTTP JSON (Content-Type: "
-                            "application/json); protobuf is not supported")
+                            "application/json) or protobuf (application/x-protobuf)")
     try:
         return intake.on_recent_connection(lambda: _export(request))
     except intake.Refused as exc:
@@ -51,7 +55,7 @@ def otlp_traces(request: HttpRequest):
                        {"Retry-After": str(intake.DB_RETRY_AFTER_SECONDS)})
 
 
-def _export(request: HttpRequest) -> JsonResponse:
+def _export(request: HttpRequest) -> HttpResponse:
     raw = intake.raw_body(request)
     token = intake.bearer_token(request)
     if token is None:
@@ -60,7 +64,9 @@ def _export(request: HttpRequest) -> JsonResponse:
     actor = Actor(token=token)
     workspace = token.workspace
     intake.check_rate(workspace, actor)
-    document = intake.parse_json(intake.decoded_body(request, raw))
+    protobuf = request.content_type == otlp_protobuf.CONTENT_TYPE
+    body = intake.decoded_body(request, raw)
+    document = _from_protobuf(body) if protobuf else intake.parse_json(body)
     if not isinstance(document, dict):
         raise intake.Refused(400, "the body must be an ExportTraceServiceRequest object")
     decoded = decode_traces(document)
@@ -85,10 +91,25 @@ def _export(request: HttpRequest) -> JsonResponse:
                 rejected += 1
                 span = events[item["index"]].get("event_id")
                 messages.append(f"span {span}: {item['error']}")
-    if not rejected:
-        return JsonResponse({})
     shown = "; ".join(messages[:_MESSAGES_SHOWN])
     if len(messages) > _MESSAGES_SHOWN:
         shown += f"; and {len(messages) - _MESSAGES_SHOWN} more"
+    if protobuf:
+        return HttpResponse(otlp_protobuf.response_body(rejected, shown if rejected else ""),
+                            content_type=otlp_protobuf.CONTENT_TYPE)
+    if not rejected:
+        return JsonResponse({})
     return JsonResponse({"partialSuccess": {"rejectedSpans": str(rejected),
                                             "errorMessage": shown}})
+
+
+def _from_protobuf(body: bytes) -> dict:
+    """The JSON document of a protobuf body, refused as the JSON body is: 400 when it cannot
+    be read, and NUL in any string as in JSON (``boundary.check_document``; protobuf has no
+    lone surrogates, and its parser refuses nesting deeper than 100)."""
+    try:
+        document = otlp_protobuf.document_from_protobuf(body)
+    except otlp_protobuf.NotProtobuf as exc:
+        raise intake.Refused(400, str(exc)) from None
+    boundary.check_document(document)
+    return document

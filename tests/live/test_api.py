@@ -394,7 +394,7 @@ def test_otlp_partial_success_counts_rejected_spans(workspace, token):
 
 def test_otlp_refusals(workspace, token):
     assert post_otlp(None, otlp_doc("aaaaaaaaaaaaaaaa")).status_code == 401
-    refused = post_otlp(token, None, body=b"\x0a\x00", content_type="application/x-protobuf")
+    refused = post_otlp(token, None, body=b"<spans/>", content_type="application/xml")
     assert refused.status_code == 415 and refused.json()["code"] == 3
     assert post_otlp(token, None, body=b"[").status_code == 400
     assert Client().get("/v1/traces").status_code == 405
