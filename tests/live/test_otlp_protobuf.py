@@ -8,7 +8,7 @@ import gzip
 import json
 
 import pytest
-from django.test import Client
+from django.test import Client, override_settings
 from google.protobuf.message import DecodeError
 from opentelemetry.exporter.otlp.proto.http import Compression
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -205,12 +205,17 @@ def test_gzip_protobuf_and_partial_success_answer_in_protobuf(workspace, token):
     assert not ExportTraceServiceResponse.FromString(complete.content).HasField("partial_success")
 
 
-def test_protobuf_keeps_the_hostile_input_and_size_limits(workspace, token, settings):
+def test_protobuf_keeps_nul_out(workspace, token):
     with_nul = request_of(b"\xaa" * 8)
     with_nul.resource_spans[0].scope_spans[0].spans[0].name = "bad\x00name"
     response = post_protobuf(token, with_nul.SerializeToString())
     assert response.status_code == 422 and "NUL" in response.json()["message"]
-    settings.MAX_REQUEST_BYTES = 2_000
+    assert "spans[0].name" in response.json()["message"]
+    assert Event.objects.count() == 0
+
+
+@override_settings(MAX_REQUEST_BYTES=2_000)
+def test_protobuf_keeps_the_size_limits(workspace, token):
     big = request_of(*[bytes([index + 1]) * 8 for index in range(60)]).SerializeToString()
     assert len(big) > 2_000
     assert post_protobuf(token, big).status_code == 413
