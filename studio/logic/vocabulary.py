@@ -65,6 +65,14 @@ def json_type(value: Any) -> str:
 # ---------------------------------------------------------------------------------------------
 # Collecting
 
+def _add_labels(into: set, labels: Any) -> None:
+    """The atoms an event arrived labelled with (a list of names; anything else holds none)."""
+    if type(labels) is list:
+        for atom in labels:
+            if type(atom) is str:
+                into.add((LABEL, atom, ""))
+
+
 def collect_event(input: Any, output: Any, data: Any, labels: Any, into: set,
                   max_paths: int = MAX_PATHS) -> None:
     """Add what one event shows to ``into``: ``("builtin", atom, "")``, ``("label", atom, "")``
@@ -73,10 +81,7 @@ def collect_event(input: Any, output: Any, data: Any, labels: Any, into: set,
     if isinstance(output, Mapping) or isinstance(data, Mapping):
         for atom in builtin_atoms({"output": output, "data": data}):
             into.add((BUILTIN, atom, ""))
-    if type(labels) is list:
-        for atom in labels:
-            if type(atom) is str:
-                into.add((LABEL, atom, ""))
+    _add_labels(into, labels)
     if len(into) < max_paths:
         _walk(input, "input", 0, into)
         _walk(output, "output", 0, into)
@@ -123,10 +128,7 @@ class BatchCollector:
         elif output_keys or data_keys:
             for atom in builtin_atoms({"output": output, "data": data}):
                 into.add((BUILTIN, atom, ""))
-        if type(labels) is list:
-            for atom in labels:
-                if type(atom) is str:
-                    into.add((LABEL, atom, ""))
+        _add_labels(into, labels)
 
     def _walk(self, input: Any, output: Any, data: Any) -> None:
         into = self.entries
