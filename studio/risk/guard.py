@@ -1,0 +1,306 @@
+"""The guard's policy and decision (paper 000's TRAC_P+I interventions, paper 004's thresholds).
+
+A guard request carries the event an agent proposes to take next.  Predictors estimate, per rule,
+the risk that taking it leads to a violation within the policy's horizon: the exact one-step
+check (the candidate itself violates: risk 1, else 0), sampling (the share of sampled candidates
+whose extension violates), and the learned DTMC (the probability of reaching a violation).
+``decide`` turns those risks and the policy into one decision - ``allow`` or an intervention - with
+a one-sentence reason.  Pure Python: the service reads the session and the model, this decides.
+
+Which risk decides: the exact check is certain, so a candidate that violates now is never
+allowed; otherwise the larger of the sampled and the learned risk (the cautious reading when both
+exist).  A risk nobody could estimate (the model never saw the state and no samples came) is not
+treated as safe or unsafe: the answer says so and the decision rests on the predictors that did
+answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+ALLOW = "allow"
+RESAMPLE = "resample"
+BEST_OF_N = "best_of_n"
+INJECT = "inject"
+SWITCH = "switch"
+ASK_HUMAN = "ask_human"
+STOP = "stop"
+
+# Mildest first: when rules at risk ask for different interventions, the strictest one wins.
+INTERVENTIONS = (RESAMPLE, BEST_OF_N, INJECT, SWITCH, ASK_HUMAN, STOP)
+DECISIONS = (ALLOW, *INTERVENTIONS)
+# What a pending human decision becomes when nobody answers in time.
+HUMAN_DEFAULTS = (ALLOW, STOP)
+
+EXACT = "exact"
+SAMPLING = "sampling"
+DTMC = "dtmc"
+PREDICTORS = (EXACT, SAMPLING, DTMC)
+
+MAX_HORIZON = 100
+MAX_RESAMPLES = 20
+MAX_HUMAN_WAIT_SECONDS = 24 * 3600
+
+
+class PolicyError(ValueError):
+    """A policy that does not fit; ``field`` names the offending field (dotted)."""
+
+    def __init__(self, message: str, field: str):
+        super().__init__(message)
+        self.message = message
+        self.field = field
+
+
+@dataclass(frozen=True)
+class Policy:
+    """How a rule set is guarded.  ``interventions`` maps a rule name to what to do when that
+    rule is at risk (``default_intervention`` for the others); after ``max_resamples`` resamples
+    or injections of one step, ``fallback`` is used instead."""
+
+    threshold: float = 0.5
+    horizon: int = 5
+    interventions: Mapping[str, str] = field(default_factory=dict)
+    default_intervention: str = RESAMPLE
+    max_resamples: int = 3
+    fallback: str = STOP
+    safer_model: str = ""
+    human_timeout_seconds: int = 300
+    human_default: str = STOP
+
+    def intervention_for(self, rule: str) -> str:
+        return self.interventions.get(rule, self.default_intervention)
+
+    def to_json(self) -> dict:
+        return {"threshold": self.threshold, "horizon": self.horizon,
+                "interventions": dict(self.interventions),
+                "default_intervention": self.default_intervention,
+                "max_resamples": self.max_resamples, "fallback": self.fallback,
+                "safer_model": self.safer_model,
+                "human_timeout_seconds": self.human_timeout_seconds,
+                "human_default": self.human_default}
+
+    @classmethod
+    def from_json(cls, data: Any, rules: Iterable[str] | None = None) -> Policy:
+        """A policy from its JSON form, every field checked; ``rules``: the rule names the
+        interventions may name (None: any).  Missing fields take the defaults."""
+        if data is None:
+            data = {}
+        if not isinstance(data, Mapping):
+            raise PolicyError("a guard policy is a JSON object", "policy")
+        known = set(cls().to_json())
+        extra = sorted(set(data) - known)
+        if extra:
+            raise PolicyError(f"unknown field {extra[0]!r} (a policy has: "
+                              f"{', '.join(sorted(known))})", extra[0])
+        default = cls()
+        threshold = _number(data.get("threshold", default.threshold), "threshold")
+        if not 0.0 <= threshold <= 1.0:
+            raise PolicyError(f"threshold must lie between 0 and 1, not {threshold}",
+                              "threshold")
+        horizon = _whole(data.get("horizon", default.horizon), "horizon", 1, MAX_HORIZON)
+        default_intervention = _choice(data.get("default_intervention",
+                                                default.default_intervention),
+                                       "default_intervention", INTERVENTIONS)
+        raw = data.get("interventions", {})
+        if not isinstance(raw, Mapping):
+            raise PolicyError("interventions maps rule names to interventions",
+                              "interventions")
+        allowed = None if rules is None else set(rules)
+        interventions = {}
+        for rule, choice in raw.items():
+            where = f"interventions.{rule}"
+            if allowed is not None and rule not in allowed:
+                raise PolicyError(f"unknown rule {rule!r} (the rule set has: "
+                                  f"{', '.join(sorted(allowed)) or 'no rules'})", where)
+            interventions[rule] = _choice(choice, where, INTERVENTIONS)
+        max_resamples = _whole(data.get("max_resamples", default.max_resamples),
+                               "max_resamples", 0, MAX_RESAMPLES)
+        fallback = _choice(data.get("fallback", default.fallback), "fallback",
+                           (SWITCH, ASK_HUMAN, STOP, ALLOW))
+        safer_model = data.get("safer_model", default.safer_model)
+        if not isinstance(safer_model, str) or len(safer_model) > 200:
+            raise PolicyError("safer_model is the name of a model, at most 200 characters",
+                              "safer_model")
+        uses_switch = SWITCH in {default_intervention, fallback, *interventions.values()}
+        if uses_switch and not safer_model.strip():
+            raise PolicyError("the policy switches models: name the safer model",
+                              "safer_model")
+        timeout = _whole(data.get("human_timeout_seconds", default.human_timeout_seconds),
+                         "human_timeout_seconds", 1, MAX_HUMAN_WAIT_SECONDS)
+        human_default = _choice(data.get("human_default", default.human_default),
+                                "human_default", HUMAN_DEFAULTS)
+        return cls(threshold, horizon, interventions, default_intervention, max_resamples,
+                   fallback, safer_model.strip(), timeout, human_default)
+
+
+def _number(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        raise PolicyError(f"{name} must be a number", name)
+    return float(value)
+
+
+def _whole(value: Any, name: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise PolicyError(f"{name} must be a whole number", name)
+    if not low <= value <= high:
+        raise PolicyError(f"{name} must lie between {low} and {high}, not {value}", name)
+    return value
+
+
+def _choice(value: Any, name: str, choices: Sequence[str]) -> str:
+    if value not in choices:
+        raise PolicyError(f"{name} must be one of {', '.join(choices)}, not {value!r}", name)
+    return value
+
+
+# ---------------------------------------------------------------------------------------------
+# Risks and decisions
+
+@dataclass
+class Assessment:
+    """What the predictors say about one candidate: per rule, the exact check (violates now),
+    the sampled share and the learned probability (None where that predictor did not answer),
+    and whether the learned numbers are PAC-backed."""
+
+    violates_now: dict[str, bool]
+    sampled: dict[str, float] | None = None
+    learned: dict[str, float | None] | None = None
+    learned_backed: bool = False
+    samples: int = 0
+
+    def risk(self, rule: str) -> tuple[float | None, str]:
+        """The risk that decides for ``rule`` and the predictor it came from."""
+        if self.violates_now.get(rule):
+            return 1.0, EXACT
+        best: tuple[float | None, str] = (None, EXACT)
+        for value, predictor in ((self.sampled and self.sampled.get(rule), SAMPLING),
+                                 (self.learned and self.learned.get(rule), DTMC)):
+            if value is not None and (best[0] is None or value > best[0]):
+                best = (float(value), predictor)
+        if best[0] is None and self.sampled is None and self.learned is None:
+            return 0.0, EXACT   # only the exact check ran, and it found nothing
+        return best
+
+    def risks(self) -> dict[str, float | None]:
+        return {rule: self.risk(rule)[0] for rule in self.violates_now}
+
+    def worst(self) -> float:
+        values = [v for v in self.risks().values() if v is not None]
+        return max(values, default=0.0)
+
+
+@dataclass
+class Decision:
+    decision: str
+    reason: str
+    risk: dict[str, float | None]
+    risk_any: float | None
+    predictor: str
+    backed: bool
+    at_risk: list[dict]              # [{rule, risk, intervention, requires}]
+    horizon: int
+    threshold: float
+    candidate: int | None = None     # best_of_n: index into the request's other candidates
+    inject: str | None = None
+    model: str | None = None
+
+    def to_json(self) -> dict:
+        return {"decision": self.decision, "reason": self.reason, "risk": self.risk,
+                "risk_any": self.risk_any, "predictor": self.predictor, "backed": self.backed,
+                "rules_at_risk": self.at_risk, "horizon": self.horizon,
+                "threshold": self.threshold, "candidate": self.candidate,
+                "inject": self.inject, "model": self.model}
+
+
+def _percent(value: float | None) -> str:
+    return "unknown" if value is None else f"{value:.0%}"
+
+
+def inject_text(at_risk: Sequence[Mapping]) -> str:
+    """What to add to the agent's prompt: each rule at risk and what it still requires."""
+    lines = ["Before your next step, keep these rules:"]
+    for entry in at_risk:
+        requires = entry.get("requires") or ""
+        lines.append(f"- {entry['rule']}: {requires}" if requires else f"- {entry['rule']}")
+    return "\n".join(lines)
+
+
+def decide(policy: Policy, proposed: Assessment, others: Sequence[Assessment] = (),
+           attempt: int = 0, requires: Mapping[str, str] | None = None) -> Decision:
+    """The decision for the proposed candidate.  ``others``: other sampled candidates (for
+    best_of_n), ``attempt``: how many times this step was already resampled or re-prompted,
+    ``requires``: per rule, what it still requires in English (for inject and the reasons)."""
+    requires = requires or {}
+    threshold = policy.threshold
+    rules = list(proposed.violates_now)
+    risks = proposed.risks()
+    decided_by = {rule: proposed.risk(rule)[1] for rule in rules}
+    at_risk = [{"rule": rule, "risk": risks[rule], "intervention": policy.intervention_for(rule),
+                "requires": requires.get(rule, "")}
+               for rule in rules if risks[rule] is not None and risks[rule] >= threshold
+               and not (threshold == 0.0 and risks[rule] == 0.0)]
+    known = [v for v in risks.values() if v is not None]
+    risk_any = max(known) if known else None
+    if at_risk:
+        top = max(at_risk, key=lambda e: e["risk"])
+        predictor = decided_by[top["rule"]]
+    else:
+        predictor = max((decided_by[r] for r in rules if risks[r] is not None),
+                        key=PREDICTORS.index, default=EXACT)
+    # A learned number is backed when the model says so; exact and sampled numbers need no PAC
+    # bound (the first is certain, the second is the agent's own samples).
+    backed = proposed.learned_backed if predictor == DTMC else True
+
+    def make(kind: str, reason: str, **extra) -> Decision:
+        return Decision(kind, reason, risks, risk_any, predictor, backed, at_risk,
+                        policy.horizon, threshold, **extra)
+
+    if not at_risk:
+        unknown = [r for r in rules if risks[r] is None]
+        reason = (f"no rule's risk reaches the threshold of {threshold:.0%} within "
+                  f"{policy.horizon} steps (highest: {_percent(risk_any)})")
+        if unknown:
+            reason += f"; not estimated for {', '.join(unknown)}"
+        return make(ALLOW, reason)
+
+    names = ", ".join(f"{e['rule']} ({_percent(e['risk'])})" for e in at_risk)
+    now = [e["rule"] for e in at_risk if proposed.violates_now.get(e["rule"])]
+    if now:
+        why = f"this step would violate {', '.join(now)}"
+    else:
+        why = f"the risk of a violation within {policy.horizon} steps reaches the threshold " \
+              f"of {threshold:.0%} for {names}"
+    choice = max((e["intervention"] for e in at_risk), key=INTERVENTIONS.index)
+    return _apply(choice, policy, others, attempt, at_risk, why, make)
+
+
+def _apply(choice, policy, others, attempt, at_risk, why, make) -> Decision:
+    threshold = policy.threshold
+    if choice in (RESAMPLE, BEST_OF_N, INJECT) and attempt >= policy.max_resamples:
+        fallback = policy.fallback
+        why += f"; {attempt} resample(s) already tried, the policy's limit"
+        if fallback == ALLOW:
+            return make(ALLOW, why + ", so the policy lets it through")
+        choice = fallback
+    if choice == BEST_OF_N:
+        safe = [(other.worst(), i) for i, other in enumerate(others)
+                if not any(other.violates_now.values()) and other.worst() < threshold]
+        if safe:
+            _, index = min(safe)
+            return make(BEST_OF_N, why + f"; candidate {index} stays below the threshold",
+                        candidate=index)
+        why += "; no other candidate stays below the threshold"
+        choice = RESAMPLE
+    if choice == RESAMPLE:
+        return make(RESAMPLE, why + ": sample another step")
+    if choice == INJECT:
+        return make(INJECT, why + ": retry with the rules added to the prompt",
+                    inject=inject_text(at_risk))
+    if choice == SWITCH:
+        return make(SWITCH, why + f": retry with {policy.safer_model}",
+                    model=policy.safer_model)
+    if choice == ASK_HUMAN:
+        return make(ASK_HUMAN, why + ": a person decides")
+    return make(STOP, why + ": the session stops here")
