@@ -81,6 +81,7 @@ INSTALLED_APPS = [
     "studio.traces",
     "studio.audits",
     "studio.live",
+    "studio.guard",
     "studio.web",
     "csp",
     "template_partials",
