@@ -183,7 +183,8 @@ def _match_phrase(raws: list[_Raw], i: int, previous_kind: str | None):
         following = raws[i + length] if i + length < len(raws) else None
         after_value = raws[i + length + 1] if i + length + 1 < len(raws) else None
         if (phrase in lexicon.COMPARISON_PHRASES and _is_value(following)
-                and not (after_value is not None and after_value.key == "times")):
+                and not (after_value is not None and after_value.key == "times")
+                and not (phrase in lexicon.COUNT_PHRASES and _counted_noun(after_value))):
             return length, "CMP"
         spec = lexicon.PHRASES.get(phrase)
         if spec is None:
@@ -194,6 +195,14 @@ def _match_phrase(raws: list[_Raw], i: int, previous_kind: str | None):
             continue
         return length, spec
     return None
+
+
+def _counted_noun(raw: _Raw | None) -> bool:
+    """"more than 3 login attempts": a plural noun after the number counts events, where
+    "more than 5000 dollars" or "more than 5000 in one transfer" compares an amount."""
+    return (raw is not None and raw.kind == "word" and len(raw.key) > 3
+            and raw.key.endswith("s") and not raw.key.endswith("ss")
+            and raw.key not in lexicon.UNITS and raw.key not in lexicon.PHRASES)
 
 
 def lex(text: str) -> list[Token]:
@@ -361,6 +370,11 @@ def lex(text: str) -> list[Token]:
             else:
                 emitted.append(Token("UNPLACEABLE", raw.text, raw.start))
                 i += 1
+        if (len(emitted) == 1 and emitted[0].kind == "NUM" and previous_kind in _COUNT_KINDS
+                and i < len(raws) and raws[i].kind in ("word", "quoted")
+                and _match_phrase(raws, i, "NUM") is None):
+            # "no more than two invites", "exactly one flight": a count of the events named
+            emitted.append(Token("TIMES", "", emitted[0].start))
         if any(t.kind != "DROP" for t in emitted):
             determiner_pending = False
             copula_pending = False
@@ -371,7 +385,56 @@ def lex(text: str) -> list[Token]:
     last = next((t for t in reversed(tokens) if t.kind != "DROP"), None)
     if last is not None and last.kind == "BEFORE":
         last.kind = "PREVIOUSLY"
-    return tokens
+    return _opening_clause_commas(tokens)
+
+
+# Words that open a subordinate clause at the start of a sentence ("Once P, Q").
+_OPENERS = frozenset({"TRIGGER", "TRIGGER_NEXT", "AFTER", "WHILE", "UNLESS", "UNTIL", "BEFORE",
+                      "DURING", "ONLY_AFTER"})
+_MAIN_VERBS = frozenset({"MODAL", "NOT", "NEVER", "FORBIDDEN", "ALWAYS", "REQUIRES"})
+_SUBJECT_PRONOUNS = frozenset({"you", "they", "we", "he", "she"})
+
+
+def _opening_clause_commas(tokens: list[Token]) -> list[Token]:
+    """"Once the label is printed the address can no longer be changed": the comma a writer
+    left out after an opening clause, put back before the main clause's subject (a noun phrase
+    or a pronoun after a content word that is not a preposition, the last one before the
+    main clause's modal)."""
+    out: list[Token] = []
+    sentence: list[Token] = []
+
+    def close() -> None:
+        visible = [t for t in sentence if t.kind != "DROP"]
+        if (visible and visible[0].kind in _OPENERS
+                and not any(t.kind in ("COMMA", "THEN") for t in visible)):
+            verb = next((k for k, t in enumerate(sentence) if t.kind in _MAIN_VERBS), None)
+            split = None
+            previous = None
+            for k, t in enumerate(sentence[:verb] if verb is not None else []):
+                starts_subject = ((t.kind == "WORD" and t.after_determiner and t.text[:1] != "")
+                                  or (t.kind == "DROP" and t.text.lower() in _SUBJECT_PRONOUNS)
+                                  or (t.kind == "WORD" and t.pronoun))
+                if (starts_subject and previous is not None and previous.kind == "WORD"
+                        and previous.value not in lexicon.PREPOSITIONS):
+                    # the determiner before the word, when there is one
+                    split = k - 1 if k and sentence[k - 1].kind == "DROP" and \
+                        sentence[k - 1].text.lower() in lexicon.DETERMINERS else k
+                if t.kind != "DROP":
+                    previous = t
+            if split is not None:
+                sentence.insert(split, Token("COMMA", "", sentence[split].start))
+        out.extend(sentence)
+        sentence.clear()
+
+    for t in tokens:
+        sentence.append(t)
+        if t.kind == "SEP":
+            close()
+    close()
+    return out
+
+
+_COUNT_KINDS = frozenset({"AT_MOST", "AT_LEAST", "EXACTLY", "MORE_THAN", "FEWER_THAN"})
 
 
 def _word_name(word: str) -> str:
@@ -992,8 +1055,12 @@ class _Reader:
     def atom(self, words: tuple[Token, ...]) -> Formula:
         negated = [k for k, w in enumerate(words) if _negated_adjective(str(w.value),
                                                                       w.after_copula)]
-        if len(negated) == 1 and len(words) > 1:
-            # "the lantern is unlit" is "the lantern is lit", negated (one atom for both)
+        if (len(negated) == 1 and len(words) > 1
+                and (words[negated[0]].after_copula
+                     or (negated[0] == 0 and not any(w.after_copula for w in words)))):
+            # "the lantern is unlit" is "the lantern is lit", negated (one atom for both); but
+            # "wire funds to an unverified account" is a transfer, and the account not verified
+            # (the grounding reads the un- word of a longer phrase)
             k = negated[0]
             positive = replace(words[k], value=str(words[k].value)[2:])
             return Not(self.atom(words[:k] + (positive,) + words[k + 1:]))
@@ -1134,7 +1201,13 @@ class _Reader:
             return WX(Not(f)) if neg else X(f)
         if name in ("within", "within_next"):
             low = 1 if name == "within_next" else 0
-            high = _bound(t, low)
+            if low == 0 and default in ("now", "next", "eventually"):
+                # "whenever P, Q within 3 steps": counted from P's step, or from the step after
+                how = self.choose("within", [
+                    ("counting", "the step of the trigger counts among the steps"),
+                    ("after", "the steps are counted after the trigger's step")])
+                low = 1 if how == "after" else 0
+            high = _bound(t, max(low, 1) if low else 0)
             return GBounded(low, high, Not(f)) if neg else FBounded(low, high, f)
         if name == "PREVIOUSLY":
             return Not(Y(O(f))) if neg else Y(O(f))
@@ -1521,9 +1594,18 @@ class _Reader:
             (q,) = args
             which = self.choose("after", [("every", "from every occurrence of the event on"),
                                           ("first", "from the first occurrence of the event on")])
+            body = inner.formula
+            if inner.kind == "absence":
+                # "once the game is over, no further moves": the ban may start at that step
+                # or at the next one
+                start = self.choose("after_step", [
+                    ("same", "the ban starts at the step of the event"),
+                    ("next", "the ban starts at the step after the event")])
+                if start == "next":
+                    body = WX(body)
             if which == "every":
-                return _Rule(G(Implies(q, inner.formula)))
-            return _Rule(W(Not(q), And(q, inner.formula)))
+                return _Rule(G(Implies(q, body)))
+            return _Rule(W(Not(q), And(q, body)))
         if inner.kind == "other":
             raise NotUnderstood(f"a “{scope.token.text if scope.token else scope.kind}” scope on "
                                 "a rule that is not one of the scoped patterns (never, always, "
@@ -2051,7 +2133,8 @@ def _answer(read: list, vocabulary, engine: str) -> Formalisation:
         candidates[0] = (candidates[0][0], "; ".join(
             x for x in (candidates[0][1], "the phrase is the vocabulary entry it matched")
             if x))
-    candidates = [(one_call_a_step(as_limits(g)), why) for g, why in candidates]
+    candidates = [(release_after_trigger(one_call_a_step(as_limits(g))), why)
+                  for g, why in candidates]
     first, first_why = candidates[0]
     if limits_everywhere(first) is not first:
         candidates[:1] = [
@@ -2137,6 +2220,33 @@ def one_call_a_step(f: Formula) -> Formula:
                 a = a.args[0]
             fixed.append(a)
         args = tuple(fixed)
+    return fm.rebuild(f, args)
+
+
+def _conjuncts(f: Formula) -> list[Formula]:
+    return list(f.args) if f.op == "and" else [f]
+
+
+def release_after_trigger(f: Formula) -> Formula:
+    """"If a test run fails, do not commit until the tests are re-run": once the words are
+    grounded, the release (a test run) may be the trigger's own event, which would end the ban
+    at the very step it starts; the release is then a later occurrence, so the ban starts at the
+    next step (``WX`` for a weak until, ``X`` for a strong one)."""
+    if not f.args:
+        return f
+    args = tuple(release_after_trigger(a) for a in f.args)
+    if f.op == "implies" and args[1].op in ("U", "W"):
+        here = {a for a in _conjuncts(args[0]) if a.op == "atom"}
+        release = {a for a in _conjuncts(args[1].args[1]) if a.op == "atom"}
+        if here & release:
+            args = (args[0], WX(args[1]) if args[1].op == "W" else X(args[1]))
+    if f.op == "implies" and args[1].op == "G" and args[1].args[0].op == "not":
+        # "once a refund has gone through, no other refund": a ban on the trigger's own event
+        # starts at the next step (from the trigger's step on, the trigger would break it)
+        here = {a for a in _conjuncts(args[0]) if a.op == "atom"}
+        banned = {a for a in args[1].args[0].subformulas() if a.op == "atom"}
+        if here & banned:
+            args = (args[0], WX(args[1]))
     return fm.rebuild(f, args)
 
 

@@ -170,6 +170,16 @@ for _noun in _SESSION:
          f"throughout the entire {_noun}", f"for the whole {_noun}",
          f"for the entire {_noun}", f"for the rest of the {_noun}",
          f"during the whole {_noun}", f"during the entire {_noun}")
+# "in a single session", "later in the conversation": every rule reads the whole session.
+for _noun in ("session", "conversation", "game", "episode", "run", "interaction", "chat",
+              "trace", "dialogue", "experiment", "simulation", "exchange"):
+    for _det in ("the", "a", "a single", "one", "any", "this", "the same", "the whole",
+                 "the entire", "each", "every", "a given"):
+        for _prep in ("in", "during", "within", "throughout", "of", "across"):
+            if _prep in ("throughout",) and _det not in ("the", "a", "this"):
+                continue
+            _PHRASES.setdefault(f"{_prep} {_det} {_noun}", "DROP")
+    _PHRASES.setdefault(f"per {_noun}", "DROP")
 for _noun in _SESSION:
     _add("AT_START", f"at the start of the {_noun}", f"at the beginning of the {_noun}",
          f"when the {_noun} starts", f"when the {_noun} begins", f"to start the {_noun}",
@@ -278,6 +288,10 @@ IRREGULAR_PARTICIPLES = frozenset({
 UNITS = frozenset({"dollars", "dollar", "usd", "euros", "euro", "eur", "pounds", "gbp", "mg",
                    "milligrams", "g", "grams", "kg", "ml", "degrees", "degree", "percent", "%",
                    "units", "items", "seconds", "minutes", "hours", "ms", "km", "miles"})
+
+# Comparison phrases that also count ("more than 3 login attempts").
+COUNT_PHRASES = frozenset({"more than", "fewer than", "less than", "at least", "at most",
+                           "no more than", "not more than", "no fewer than", "up to"})
 
 NUMBER_WORDS = {
     "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
