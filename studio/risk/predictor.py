@@ -15,8 +15,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
+import scipy.sparse as sp
 
-from studio.monitor import SessionMonitor
+from studio.monitor import RuleSet, SessionMonitor
 
 from . import pac
 from .abstraction import AbstractState, Abstraction
@@ -24,6 +25,7 @@ from .dtmc import LearnedChain, learn
 from .reach import reachability, reachable_within
 
 ANY_RULE = "*"
+MODEL_FORMAT = 1   # what ``RiskModel.to_json`` writes; ``from_json`` reads this format only
 
 
 @dataclass
@@ -138,18 +140,74 @@ class RiskModel:
         return self.answer(self.abstraction.step(current, labels), horizon)
 
     def to_json(self) -> dict:
-        """The model as data (states with their atoms, transitions with probabilities, samples
-        and the PAC verdict per state)."""
-        matrix = self.chain.matrix.tocoo()
+        """The model as data: the abstraction (rules, picked atoms, exclusions), the states with
+        their atoms, samples and PAC verdict, the transitions with their probabilities, and what
+        the chain was learned from (observed counts, valid transitions, absorbing states), so
+        that ``from_json`` gives back the same model.  Sparse matrices are listed row by row in
+        their stored order (``[row, column, value]``): rebuilt in that order, every risk is
+        computed with the same floating-point operations."""
         samples = self.chain.samples()
         needed = self.chain.samples_needed(self.epsilon, self.delta)
         return {
+            "format": MODEL_FORMAT,
             "rules": list(self.abstraction.rules),
+            "atoms": sorted(self.abstraction.picked),
+            "exclusions": [sorted(group) for group in self.abstraction.exclusions],
+            "end_of_session": self.abstraction.end_of_session,
             "epsilon": self.epsilon, "delta": self.delta, "alpha": self.chain.alpha,
+            "invalid_observed": int(self.chain.invalid_observed),
             "states": [{**s.to_json(), "samples": int(samples[i]),
                         "samples_needed": float(needed[i]), "enough": bool(self.enough[i])}
                        for i, s in enumerate(self.states)],
-            "transitions": [[int(i), int(j), float(p)]
-                            for i, j, p in zip(matrix.row, matrix.col, matrix.data)],
+            "transitions": _entries(self.chain.matrix),
+            "counts": [[i, j, int(c)] for i, j, c in _entries(self.chain.counts)],
+            "valid": [[i, j] for i, j, _ in _entries(self.chain.valid)],
+            "absorbing": [int(i) for i in np.flatnonzero(self.chain.absorbing)],
         }
 
+    @classmethod
+    def from_json(cls, data: Mapping, ruleset: RuleSet) -> RiskModel:
+        """The model ``to_json`` gave, for ``ruleset`` (the compiled rules it was learned for:
+        the same rule names in the same order).  Raises ValueError for data that does not fit."""
+        if data.get("format") != MODEL_FORMAT:
+            raise ValueError(f"format: a stored risk model of format {data.get('format')!r}, "
+                             f"this version reads format {MODEL_FORMAT}")
+        names = [rule.name for rule in ruleset.rules]
+        if list(data["rules"]) != names:
+            raise ValueError(f"rules: the model was learned for {', '.join(data['rules'])}, "
+                             f"not {', '.join(names)}")
+        abstraction = Abstraction(ruleset, data["atoms"], data["exclusions"],
+                                  bool(data["end_of_session"]))
+        states = [AbstractState.from_json(s) for s in data["states"]]
+        n = len(states)
+        absorbing = np.zeros(n, dtype=bool)
+        absorbing[np.asarray(data["absorbing"], dtype=np.int64)] = True
+        chain = LearnedChain(
+            matrix=_matrix(data["transitions"], n),
+            counts=_matrix(data["counts"], n),
+            valid=_matrix([[i, j, 1.0] for i, j in data["valid"]], n),
+            absorbing=absorbing, alpha=float(data["alpha"]),
+            invalid_observed=int(data["invalid_observed"]))
+        return cls(abstraction, states, chain, float(data["epsilon"]), float(data["delta"]))
+
+
+def _entries(matrix: sp.csr_matrix) -> list[list]:
+    """``[row, column, value]`` of every stored entry, in the CSR's own order."""
+    rows = np.repeat(np.arange(matrix.shape[0]), np.diff(matrix.indptr))
+    return [[int(i), int(j), float(v)]
+            for i, j, v in zip(rows, matrix.indices, matrix.data)]
+
+
+def _matrix(entries: list, n: int) -> sp.csr_matrix:
+    """The n x n CSR matrix ``_entries`` listed, with its entries in the same order."""
+    if not entries:
+        return sp.csr_matrix((n, n), dtype=np.float64)
+    rows = np.fromiter((e[0] for e in entries), dtype=np.int64, count=len(entries))
+    if (np.diff(rows) < 0).any() or rows[0] < 0 or rows[-1] >= n:
+        raise ValueError("a matrix's entries must be listed row by row, within the states")
+    indices = np.fromiter((e[1] for e in entries), dtype=np.int32, count=len(entries))
+    if indices.min() < 0 or indices.max() >= n:
+        raise ValueError("a matrix entry names a state the model does not have")
+    data = np.fromiter((e[2] for e in entries), dtype=np.float64, count=len(entries))
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=n))])
+    return sp.csr_matrix((data, indices, indptr), shape=(n, n))

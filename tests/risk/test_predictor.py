@@ -1,9 +1,12 @@
 """The learned predictor: risks from the state a candidate leads to, cached, PAC-backed or not."""
 
+import json
 import random
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from studio.monitor import RuleSet, SessionMonitor
 from studio.risk.abstraction import Abstraction
@@ -89,3 +92,62 @@ def test_the_model_as_data(model):
         sums[i] += p
     np.testing.assert_allclose(sums, 1.0)
     assert {s["kind"] for s in data["states"]} == {"start", "step", "end"}
+
+
+# -- the model as stored --------------------------------------------------------------------------
+
+ROUND_TRIP_RULES = [
+    RULES,
+    [("order", "!pay U approved"), ("once", "F answer"), ("never", "G !(pay & ask)")],
+    [("again", "G(ask -> X answer)"), ("big", "G(data.amount > 100 -> O approved)")],
+]
+
+round_trip_sessions = st.lists(st.lists(st.fixed_dictionaries({
+    "labels": st.lists(st.sampled_from(["pay", "approved", "ask", "answer", "other"]),
+                       max_size=3, unique=True),
+    "data": st.fixed_dictionaries({"amount": st.sampled_from([5, 150])})}),
+    min_size=1, max_size=8), min_size=1, max_size=25)
+
+
+def _same_matrix(a, b):
+    assert a.shape == b.shape
+    for name in ("indptr", "indices", "data"):
+        assert np.array_equal(getattr(a, name), getattr(b, name)), name
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sampled_from(range(len(ROUND_TRIP_RULES))), round_trip_sessions, st.booleans(),
+       st.sampled_from([1.0, 0.5]), st.sampled_from([(0.05, 0.01), (0.3, 0.2)]))
+def test_a_stored_model_answers_exactly_as_the_learned_one(which, sessions, narrow, alpha,
+                                                           pac_parameters):
+    rules = RuleSet(ROUND_TRIP_RULES[which])
+    readable = sorted(Abstraction(rules).readable)
+    atoms = readable[: max(1, len(readable) // 2)] if narrow else None
+    epsilon, delta = pac_parameters
+    learned = RiskModel.learn(Abstraction(rules, atoms), sessions, alpha, epsilon, delta)
+    stored = json.loads(json.dumps(learned.to_json()))    # as a JSON column keeps it
+    model = RiskModel.from_json(stored, RuleSet(ROUND_TRIP_RULES[which]))
+    assert model.states == learned.states
+    assert model.abstraction.picked == learned.abstraction.picked
+    for name in ("matrix", "counts", "valid"):
+        _same_matrix(getattr(model.chain, name), getattr(learned.chain, name))
+    assert np.array_equal(model.chain.absorbing, learned.chain.absorbing)
+    assert np.array_equal(model.enough, learned.enough)
+    assert model.chain.invalid_observed == learned.chain.invalid_observed
+    for rule in [*learned.unsafe]:
+        assert np.array_equal(model.unsafe[rule], learned.unsafe[rule])
+        for horizon in (None, 0, 1, 4):
+            assert np.array_equal(model.risks(rule, horizon), learned.risks(rule, horizon))
+            assert np.array_equal(model.unbacked(rule, horizon),
+                                  learned.unbacked(rule, horizon))
+    for state in learned.states:
+        assert model.answer(state, 3) == learned.answer(state, 3)
+    assert json.loads(json.dumps(model.to_json())) == stored
+
+
+def test_a_stored_model_is_refused_for_other_rules_or_another_format(model):
+    data = model.to_json()
+    with pytest.raises(ValueError, match="rules: the model was learned for approval, reply"):
+        RiskModel.from_json(data, RuleSet([("approval", "G(pay -> O approved)")]))
+    with pytest.raises(ValueError, match="format"):
+        RiskModel.from_json({**data, "format": 99}, RuleSet(RULES))
