@@ -255,7 +255,22 @@ def lex(text: str) -> list[Token]:
             # "the agent must stop heating": no more heating from then on
             emitted.append(Token("NEVER", raw.text, raw.start))
             i += 1
-        elif at_sentence_start and raw.kind == "word" and raw.key == "while":
+        elif (not at_sentence_start and raw.kind == "word" and raw.key in ("while", "whilst")
+              and i + 1 < len(raws) and raws[i + 1].kind in ("word", "quoted")):
+            # "no flight may be booked while the passport is unverified": at every step where
+            # it is; "migrations should only run while maintenance mode is on": only then
+            here = tokens[next((k for k in range(len(tokens) - 1, -1, -1)
+                                if tokens[k].kind == "SEP"), -1) + 1:]
+            only = [t for t in here if t.kind == "ONLY"]
+            if only and not any(t.kind in ("TRIGGER", "ONLY_IF") for t in here):
+                only[-1].kind = "DROP"
+                emitted.append(Token("ONLY_IF", raw.text, raw.start))
+            elif any(t.kind in ("MODAL", "NOT", "NEVER", "FORBIDDEN", "ALWAYS") for t in here):
+                emitted.append(Token("DURING", raw.text, raw.start))
+            else:
+                emitted.append(Token("AND", raw.text, raw.start))
+            i += 1
+        elif at_sentence_start and raw.kind == "word" and raw.key in ("while", "whilst"):
             # "While the account is locked, ...": at every step where it is.
             emitted.append(Token("WHILE", raw.text, raw.start))
             i += 1
@@ -352,7 +367,8 @@ def lex(text: str) -> list[Token]:
                 determiner_pending = True
                 i += 1
                 continue
-            elif raw.kind == "word" and raw.key in lexicon.COPULAS:
+            elif raw.kind == "word" and (raw.key in lexicon.COPULAS
+                                         or raw.key in lexicon.CONTRACTED_COPULAS):
                 tokens.append(Token("DROP", raw.text, raw.start))
                 copula_pending = True
                 i += 1
@@ -377,7 +393,8 @@ def lex(text: str) -> list[Token]:
             emitted.append(Token("TIMES", "", emitted[0].start))
         if any(t.kind != "DROP" for t in emitted):
             determiner_pending = False
-            copula_pending = False
+            # "the details remain unverified": a state follows "stay" or "remain"
+            copula_pending = emitted[-1].kind == "HOLD" and raw.key in lexicon.STATE_VERBS
         for t in emitted:
             tokens.append(t)
             if t.kind != "DROP":
@@ -656,8 +673,10 @@ class _Tree(Transformer):
                 # word before the object's article is its verb ("the agent calls a tool").
                 end = next((j for j in range(k + 1, len(resolved))
                             if resolved[j].value in lexicon.PREPOSITIONS
-                            or resolved[j].after_determiner), len(resolved))
-                if k == 0 and end < len(resolved) and end - k > 1:
+                            or resolved[j].after_determiner or resolved[j].after_copula),
+                           len(resolved))
+                if (k == 0 and end < len(resolved) and end - k > 1
+                        and not resolved[end].after_copula):
                     end -= 1
                 self.clause_phrases.append((k > 0, tuple(resolved[k:end])))
         if not resolved:
@@ -972,7 +991,12 @@ def _atom_names(f: Formula) -> set[str]:
 
 
 _UN_ADJECTIVES = frozenset({"unlit", "unpaid", "unsafe", "unseen", "unread", "unsent",
-                            "unknown", "unfit", "unsigned", "unsaved"})
+                            "unknown", "unfit", "unsigned", "unsaved", "unverified",
+                            "unconfirmed", "unapproved", "unauthorized", "unauthorised",
+                            "unauthenticated", "unresolved", "unanswered", "unacknowledged",
+                            "unassigned", "unencrypted", "unprocessed", "unreviewed",
+                            "unchecked", "unvalidated", "untested", "unreported", "unavailable",
+                            "unhealthy", "unstable", "unreachable", "unattended"})
 
 
 def _negated_adjective(word: str, after_copula: bool) -> bool:

@@ -86,7 +86,10 @@ _add("UNTIL", "until", "till", "up to the point where", "from that point until")
 _add("UNTIL_AFTER", "until after")
 _add("BETWEEN", "between")
 _add("ONLY", "only", "solely", "exclusively")
-_add("ONLY_IF", "only if", "only when", "only in case", "only whenever", "only provided that")
+_add("ONLY_IF", "only if", "only when", "only in case", "only whenever", "only provided that",
+     "only while", "only during", "only as long as", "only so long as", "only provided",
+     "only on condition that", "as long as", "so long as", "provided that", "providing that",
+     "on condition that")
 _add("PRECEDES", "precedes", "must precede", "should precede", "precede", "comes before",
      "must come before", "should come before")
 _add("PRECEDED_BY", "preceded by", "be preceded by")
@@ -103,7 +106,11 @@ _add("FORBIDDEN", "is forbidden", "are forbidden", "is not allowed", "are not al
      "is a violation", "are a violation", "counts as a violation", "is disallowed")
 # The copula: dropped from atom names, but it tells a state ("must be free") from an action
 # ("must greet the customer") and where a shared subject ends ("the door is closed or locked").
-COPULAS = frozenset({"is", "are", "was", "were", "be", "been"})
+COPULAS = frozenset({"is", "are", "was", "were", "be", "been", "get", "gets", "got", "gotten",
+                     "becomes", "become", "became"})
+CONTRACTED_COPULAS = frozenset({"they're", "you're", "we're", "it's", "he's", "she's",
+                                "that's", "i'm"})
+STATE_VERBS = frozenset({"stay", "stays", "remain", "remains"})
 _add("MODAL", "must", "should", "shall", "has to", "have to", "needs to", "need to",
      "is required to", "are required to", "ought to", "is expected to", "are expected to",
      "is obliged to", "are obliged to", "may", "can", "will", "is allowed to",
