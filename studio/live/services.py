@@ -61,6 +61,8 @@ from studio.traces import vocabulary
 from studio.traces.models import Event, TraceSession, monitor_event
 from studio.workspaces.models import Workspace
 
+from . import causal_guards
+
 SOURCE_LIVE = "live"
 SOURCE_OTLP = "otlp"
 STATE_FORMAT = 1
@@ -111,6 +113,7 @@ def clear_caches() -> None:
         _MONITORS.clear()
         _LABELINGS.clear()
         _CONTEXTS.clear()
+    causal_guards.clear()
 
 
 def forget_contexts(**_signal) -> None:
@@ -988,6 +991,9 @@ def _ingest_once(workspace: Workspace, external_id: str, valid: list[tuple[int, 
             counts = _counts(monitor, live.counts)
             rules = _rule_states(monitor, counts, open=not locked.ended)
             monitor.forget_history()
+        # The causal guards of choice events (multi-agent sessions): see causal_guards.
+        guards = (causal_guards.decide(workspace, external_id, session_pk, steps_before, rows)
+                  if source == SOURCE_LIVE else causal_guards.NONE)
         live.counts = counts
         steps = steps_before + len(rows)
         if rows:
@@ -1021,9 +1027,11 @@ def _ingest_once(workspace: Workspace, external_id: str, valid: list[tuple[int, 
             vocabulary.record(workspace, seen)
         # Only what was committed may be reused: a rolled-back delivery leaves nothing.
         transaction.on_commit(lambda: _keep_live(workspace.pk, external_id, live))
-    return {"session": external_id, "steps": steps, "stored": len(rows),
-            "duplicates": duplicates, "rebuilt": restored.rebuilt, "items": items,
-            "rules": rules}
+    result = {"session": external_id, "steps": steps, "stored": len(rows),
+              "duplicates": duplicates, "rebuilt": restored.rebuilt, "items": items,
+              "rules": rules}
+    guards.attach(items, result)
+    return result
 
 
 def current_rules(session: TraceSession, context: Context) -> dict:
@@ -1074,6 +1082,91 @@ def current_rules(session: TraceSession, context: Context) -> dict:
 # ---------------------------------------------------------------------------------------------
 # Checking candidates
 
+@dataclass
+class SessionNow:
+    """A live session as it stands, for questions about its next step (nothing locked, nothing
+    stored): its row (``pk`` None when no event was posted yet), the monitors' saved form
+    (``state``, None before the first step), the last event (``previous``, for labelers that
+    compare with it) and the violations counted so far per rule."""
+
+    external_id: str
+    pk: int | None
+    steps: int
+    state: dict | None
+    previous: dict | None
+    counts: dict[str, int]
+
+    def monitor(self, context: Context) -> FastSessionMonitor:
+        """A fresh copy of the session's monitors (the caller may advance it)."""
+        with _MONITOR_LOCK:
+            if self.state is None:
+                return FastSessionMonitor(context.ruleset, witnesses=False)
+            return FastSessionMonitor.from_json(context.ruleset, self.state, witnesses=False)
+
+    def monitor_event(self, clean: Clean, steps_ahead: int = 0) -> dict:
+        return monitor_event(self.pk, self.steps + steps_ahead, clean.lifeline, clean.input,
+                             clean.output, clean.data, clean.labels)
+
+
+def session_now(workspace: Workspace, session_external_id: str, context: Context
+                ) -> SessionNow:
+    """The session's monitors brought up to date with its stored events (this process's copy
+    when it fits, else the snapshot, else a replay).  ``SessionEnded`` for an ended session;
+    ``LabelerUnavailable`` when a labeler cannot label the events it has to catch up on."""
+    session_external_id = _session_id(session_external_id)
+    cached = _take_live(workspace.pk, session_external_id, context)
+    state_column = ", monitor_state" if cached is None else ""
+    statements: list[tuple[str, Sequence]] = [(
+        f"SELECT id, steps, ended_at{state_column} FROM {_table(TraceSession)} "
+        "WHERE workspace_id = %s AND external_id = %s", [workspace.pk, session_external_id])]
+    if cached is not None:
+        statements.append((_events_sql(limit=True), [cached.pk, cached.next_step,
+                                                     _gap_limit()]))
+    results = _together(statements)
+    row = results[0][0] if results[0] else None
+    if row is None:
+        return SessionNow(session_external_id, None, 0, None, None, {})
+    session_pk, steps = row[0], row[1]
+    if row[2] is not None:
+        raise SessionEnded(session_external_id)
+    with _labelers_answer():
+        live = _bring_up_to_date(
+            session_pk, steps, context, live=cached,
+            after_live=(_monitor_events(cached.pk, results[1])
+                        if cached is not None else None),
+            state=_state_value(row[3]) if cached is None else NotImplemented).live
+    previous = live.last if context.labeling.labelers else None
+    with _MONITOR_LOCK:
+        counts = _counts(live.monitor, live.counts)
+        state = _compact(live.monitor.to_json())
+    _keep_live(workspace.pk, session_external_id, live)  # it fits what was read
+    return SessionNow(session_external_id, session_pk, steps, state, previous, counts)
+
+
+def label_event(context: Context, event: dict, previous: dict | None) -> dict:
+    """The monitor event with the workspace's labels (``LabelerUnavailable`` if a labeler that
+    asks a model cannot answer)."""
+    with _labelers_answer():
+        return context.labeling.label(event, previous)
+
+
+def rules_if(context: Context, now: SessionNow, monitor: FastSessionMonitor,
+             changes: list[dict]) -> list[dict]:
+    """Per rule, what a candidate step (already fed to ``monitor``, which reported
+    ``changes``) would do: whether it violates, the verdict and residual it leaves."""
+    with _MONITOR_LOCK:
+        after = _rule_states(monitor, _counts(monitor, now.counts))
+    rules = []
+    for rule in after:
+        mine = [c for c in changes if c["rule"] == rule["rule"]]
+        violates = any(c.get("verdict") == VIOLATED or "violation" in c for c in mine)
+        rules.append({"rule": rule["rule"], "violates": violates,
+                      "verdict": rule["verdict"], "trac_verdict": rule["trac_verdict"],
+                      "residual": rule["residual"],
+                      "violations": [c["violation"] for c in mine if "violation" in c]})
+    return rules
+
+
 def check(workspace: Workspace, session_external_id: str, candidates: Sequence[Any],
           context: Context | None = None) -> dict:
     """For each candidate next event (each on its own, from the session as it stands): per rule,
@@ -1086,37 +1179,7 @@ def check(workspace: Workspace, session_external_id: str, candidates: Sequence[A
         raise ServiceError(f"at most {MAX_EVENTS_PER_BATCH} candidates", field="candidates",
                            status=413)
     context = context or context_for(workspace)
-    cached = _take_live(workspace.pk, session_external_id, context)
-    state_column = ", monitor_state" if cached is None else ""
-    statements: list[tuple[str, Sequence]] = [(
-        f"SELECT id, steps, ended_at{state_column} FROM {_table(TraceSession)} "
-        "WHERE workspace_id = %s AND external_id = %s", [workspace.pk, session_external_id])]
-    if cached is not None:
-        statements.append((_events_sql(limit=True), [cached.pk, cached.next_step,
-                                                     _gap_limit()]))
-    results = _together(statements)
-    row = results[0][0] if results[0] else None
-    previous = None
-    before: dict[str, int] = {}
-    session_pk = None
-    if row is None:
-        state = None
-        steps = 0
-    else:
-        session_pk, steps = row[0], row[1]
-        if row[2] is not None:
-            raise SessionEnded(session_external_id)
-        with _labelers_answer():
-            live = _bring_up_to_date(
-                session_pk, steps, context, live=cached,
-                after_live=(_monitor_events(cached.pk, results[1])
-                            if cached is not None else None),
-                state=_state_value(row[3]) if cached is None else NotImplemented).live
-        previous = live.last if context.labeling.labelers else None
-        with _MONITOR_LOCK:
-            before = _counts(live.monitor, live.counts)
-            state = _compact(live.monitor.to_json())
-        _keep_live(workspace.pk, session_external_id, live)  # it fits what was read
+    now = session_now(workspace, session_external_id, context)
     out = []
     for index, raw in enumerate(candidates):
         try:
@@ -1124,26 +1187,14 @@ def check(workspace: Workspace, session_external_id: str, candidates: Sequence[A
         except ItemError as exc:
             out.append({"index": index, "error": exc.message, "field": exc.field})
             continue
-        event = monitor_event(session_pk, steps, clean.lifeline, clean.input, clean.output,
-                              clean.data, clean.labels)
+        monitor = now.monitor(context)
+        event = label_event(context, now.monitor_event(clean), now.previous)
         with _MONITOR_LOCK:
-            monitor = (FastSessionMonitor.from_json(context.ruleset, state, witnesses=False)
-                       if state is not None
-                       else FastSessionMonitor(context.ruleset, witnesses=False))
-            with _labelers_answer():
-                changes = monitor.feed(context.labeling.label(event, previous))
-            after = _rule_states(monitor, _counts(monitor, before))
-        rules = []
-        for rule in after:
-            mine = [c for c in changes if c["rule"] == rule["rule"]]
-            violates = any(c.get("verdict") == VIOLATED or "violation" in c for c in mine)
-            rules.append({"rule": rule["rule"], "violates": violates,
-                          "verdict": rule["verdict"], "trac_verdict": rule["trac_verdict"],
-                          "residual": rule["residual"],
-                          "violations": [c["violation"] for c in mine if "violation" in c]})
+            changes = monitor.feed(event)
+        rules = rules_if(context, now, monitor, changes)
         out.append({"index": index, "violates": any(r["violates"] for r in rules),
                     "rules": rules})
-    return {"session": session_external_id, "steps": steps, "candidates": out}
+    return {"session": session_external_id, "steps": now.steps, "candidates": out}
 
 
 # ---------------------------------------------------------------------------------------------

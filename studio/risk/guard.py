@@ -304,3 +304,33 @@ def _apply(choice, policy, others, attempt, at_risk, why, make) -> Decision:
     if choice == ASK_HUMAN:
         return make(ASK_HUMAN, why + ": a person decides")
     return make(STOP, why + ": the session stops here")
+
+
+def combine(parts: Sequence[tuple[Policy, Iterable[str]]]) -> Policy:
+    """One policy for several live rule sets (each policy with its rules' names): the lowest
+    threshold, the longest horizon, per rule the strictest intervention any of its sets asks
+    for, the fewest resamples, the strictest fallback and human default, the shortest wait."""
+    if not parts:
+        return Policy()
+    if len(parts) == 1:
+        return parts[0][0]
+    interventions: dict[str, str] = {}
+    for policy, rules in parts:
+        for rule in rules:
+            mine = policy.intervention_for(rule)
+            theirs = interventions.get(rule)
+            if theirs is None or INTERVENTIONS.index(mine) > INTERVENTIONS.index(theirs):
+                interventions[rule] = mine
+    policies = [p for p, _ in parts]
+    fallbacks = (ALLOW, SWITCH, ASK_HUMAN, STOP)
+    return Policy(
+        threshold=min(p.threshold for p in policies),
+        horizon=max(p.horizon for p in policies),
+        interventions=interventions,
+        default_intervention=max((p.default_intervention for p in policies),
+                                 key=INTERVENTIONS.index),
+        max_resamples=min(p.max_resamples for p in policies),
+        fallback=max((p.fallback for p in policies), key=fallbacks.index),
+        safer_model=next((p.safer_model for p in policies if p.safer_model), ""),
+        human_timeout_seconds=min(p.human_timeout_seconds for p in policies),
+        human_default=STOP if any(p.human_default == STOP for p in policies) else ALLOW)

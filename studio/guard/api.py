@@ -1,0 +1,172 @@
+"""The guard's routes.
+
+Agents: ``POST /api/w/{slug}/live/sessions/{sid}/guard`` asks about a proposed next step and
+``GET .../guard/{decision_id}?wait=S`` waits for a person's answer; both authenticate as the
+events route does (a bearer token of the workspace, or a Standard Webhooks signature) and answer
+503 with Retry-After when the session's monitors cannot be brought up to date (never a guess).
+
+Staff: a rule set's guard policy (``GET``/``PUT /api/w/{slug}/rule-sets/{id}/guard-policy``) and
+the decisions waiting for a person (``GET /api/w/{slug}/guard/decisions``, ``POST
+.../guard/decisions/{id}/approve`` or ``/deny``), with the session or a token like every route.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest, JsonResponse
+from ninja import Field, Router, Schema
+
+from studio.api.core import Id, ServiceError, actor_of, workspace_for
+from studio.live import intake
+from studio.live.api import _ERRORS, _answer, problem
+from studio.rules.models import RuleSet
+from studio.workspaces.models import Role
+
+from . import services
+
+router = Router(tags=["guard"])
+
+
+class RuleAtRisk(Schema):
+    rule: str
+    risk: float | None
+    intervention: str
+    requires: str = Field(description="what the rule still requires, in words")
+
+
+class GuardOut(Schema):
+    decision_id: str
+    decision: str = Field(description="allow, resample, best_of_n, inject, switch, ask_human "
+                                      "or stop")
+    status: str = Field(description="decided; pending while a person decides; approved, "
+                                    "denied or timed_out after")
+    reason: str
+    risk: dict[str, float | None] = Field(description="per rule, the risk of a violation "
+                                                      "within the horizon (null: not "
+                                                      "estimated)")
+    risk_any: float | None
+    predictor: str = Field(description="exact, sampling or dtmc: what set the deciding risk")
+    backed: bool = Field(description="the learned risk has the samples the PAC bound asks "
+                                     "for (exact and sampled risks always are)")
+    horizon: int
+    threshold: float
+    rules_at_risk: list[RuleAtRisk]
+    candidate: int | None = Field(description="best_of_n: the index in candidates to use")
+    inject: str | None = Field(description="inject: the text to add to the prompt")
+    model: str | None = Field(description="switch: the safer model")
+    poll: str | None = Field(description="ask_human: where to wait for the answer")
+
+
+_GUARD_BODY = {
+    "requestBody": {"required": True, "content": {"application/json": {"schema": {
+        "type": "object", "required": ["event"], "properties": {
+            "event": {"type": "object", "description": "the proposed next event"},
+            "continuation": {"type": "array", "items": {"type": "object"},
+                             "description": "sampled steps after it (TRAC_P+I)"},
+            "candidates": {"type": "array", "items": {"type": "object", "properties": {
+                "event": {"type": "object"},
+                "continuation": {"type": "array", "items": {"type": "object"}}}},
+                "description": "other sampled next events"},
+            "decision_id": {"type": "string", "maxLength": services.DECISION_ID_MAX,
+                            "description": "the same id again answers the same decision"},
+            "attempt": {"type": "integer", "minimum": 0,
+                        "description": "how many times this step was already resampled"}}}}}},
+    "security": [{"BearerAuth": []}, {}]}
+
+
+@router.post("w/{slug}/live/sessions/{session_id}/guard", auth=None,
+             response={200: GuardOut, **_ERRORS},
+             summary="Ask before acting: a decision on the proposed next step (stores no event)",
+             openapi_extra=_GUARD_BODY)
+def ask_guard(request: HttpRequest, slug: str, session_id: str):
+    def run():
+        raw = intake.raw_body(request)
+        workspace, actor, _ = intake.authenticate(request, raw, slug)
+        intake.check_rate(workspace, actor)
+        document = intake.parse_json(intake.decoded_body(request, raw))
+        return JsonResponse(services.guard(workspace, session_id, document, actor))
+
+    return _answer(run)
+
+
+@router.get("w/{slug}/live/sessions/{session_id}/guard/{decision_id}", auth=None,
+            response={200: GuardOut, **_ERRORS}, url_name="guard_decision",
+            summary="A guard decision; waits up to ?wait= seconds (30 at most) for a person",
+            openapi_extra={"security": [{"BearerAuth": []}, {}]})
+def get_decision(request: HttpRequest, slug: str, session_id: str, decision_id: str,
+                 wait: float = 0):
+    def run():
+        raw = intake.raw_body(request)
+        workspace, _, _ = intake.authenticate(request, raw, slug)
+        return JsonResponse(services.decision(workspace, session_id, decision_id, wait))
+
+    return _answer(run)
+
+
+# ---------------------------------------------------------------------------------------------
+# Staff: policies and the decisions waiting for a person
+
+
+class PolicyIn(Schema):
+    policy: dict[str, Any]
+
+
+def _ruleset(workspace, rule_set_id: int) -> RuleSet:
+    found = RuleSet.objects.filter(workspace=workspace, pk=rule_set_id).first()
+    if found is None:
+        raise ServiceError(f"no rule set {rule_set_id} in this workspace", field="rule_set_id",
+                           status=404)
+    return found
+
+
+@router.get("w/{slug}/rule-sets/{rule_set_id}/guard-policy",
+            summary="The rule set's guard policy (defaults where unset)")
+def get_policy(request, slug: str, rule_set_id: Id):
+    workspace = workspace_for(request, slug)
+    ruleset = _ruleset(workspace, rule_set_id)
+    return {"rule_set": ruleset.pk, "policy": services.policy_of(ruleset).to_json()}
+
+
+@router.put("w/{slug}/rule-sets/{rule_set_id}/guard-policy",
+            summary="Replace the rule set's guard policy; a field that does not fit is named")
+def put_policy(request, slug: str, rule_set_id: Id, body: PolicyIn):
+    workspace = workspace_for(request, slug, Role.AUTHOR)
+    ruleset = _ruleset(workspace, rule_set_id)
+    policy = services.set_policy(ruleset, body.policy, actor_of(request))
+    return {"rule_set": ruleset.pk, "policy": policy.to_json()}
+
+
+def _pending_out(row) -> dict:
+    return {"id": row.pk, "session": row.session, "decision_id": row.decision_id,
+            "created_at": row.created_at, "expires_at": row.expires_at,
+            **services.proposed_summary(row)}
+
+
+@router.get("w/{slug}/guard/decisions", summary="Guard decisions waiting for a person")
+def list_pending(request, slug: str):
+    workspace = workspace_for(request, slug)
+    return [_pending_out(row) for row in services.pending_decisions(workspace)]
+
+
+class AnswerIn(Schema):
+    note: str = ""
+
+
+@router.post("w/{slug}/guard/decisions/{decision_pk}/approve",
+             summary="Approve: the agent may take the proposed step")
+def approve(request, slug: str, decision_pk: Id, body: AnswerIn):
+    workspace = workspace_for(request, slug, Role.REVIEWER)
+    row = services.resolve(workspace, decision_pk, actor_of(request), True, body.note)
+    return {"id": row.pk, "status": row.status, "decision": row.decision}
+
+
+@router.post("w/{slug}/guard/decisions/{decision_pk}/deny",
+             summary="Deny: the agent stops")
+def deny(request, slug: str, decision_pk: Id, body: AnswerIn):
+    workspace = workspace_for(request, slug, Role.REVIEWER)
+    row = services.resolve(workspace, decision_pk, actor_of(request), False, body.note)
+    return {"id": row.pk, "status": row.status, "decision": row.decision}
+
+
+__all__ = ["router", "problem"]

@@ -1,0 +1,449 @@
+"""The guard over live sessions: answer an agent's proposed next step with a decision.
+
+A guard request names the event the agent proposes (optionally other sampled candidates, each
+with a sampled continuation, and a decision id).  The session's monitors are brought up to date
+as for the events route; the predictors run on copies (``studio.risk``); ``studio.risk.guard``
+decides.  Nothing of the session changes: the agent posts the event it actually took to the events
+route.  What is kept is the decision (``GuardDecision``), so that asking again with the same id
+answers the same, a person can answer an ``ask_human``, and the record shows what was decided.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from studio.api.core import PermissionDenied, ServiceError
+from studio.live import services as live
+from studio.monitor.explain import residual_reading
+from studio.risk import guard as policy_rules
+from studio.risk.guard import ALLOW, ASK_HUMAN, STOP, Assessment, Policy, PolicyError
+from studio.risk.predictor import ANY_RULE
+from studio.risk.sampling import sample_risk
+from studio.rules.models import RuleSet
+from studio.workspaces.models import Role, Workspace
+from studio.workspaces.services import record
+
+from .models import DecisionStatus, GuardDecision, GuardPolicy
+
+MAX_CANDIDATES = 32
+DECISION_ID_MAX = 100
+MAX_ATTEMPT = 1_000
+POLL_INTERVAL_SECONDS = 0.25
+MAX_WAIT_SECONDS = 30
+REQUEST_FIELDS = ("event", "continuation", "candidates", "decision_id", "attempt")
+
+# ---------------------------------------------------------------------------------------------
+# Policies
+
+
+def _rules_of(ruleset: RuleSet) -> list[str]:
+    return sorted(ruleset.rules.values_list("name", flat=True))
+
+
+def policy_of(ruleset: RuleSet) -> Policy:
+    found = GuardPolicy.objects.filter(ruleset=ruleset).first()
+    return Policy.from_json(found.policy if found else {})
+
+
+def set_policy(ruleset: RuleSet, data: Any, actor=None) -> Policy:
+    """Replace the rule set's guard policy (authors and admins); a policy that does not fit is
+    refused with the field named (422)."""
+    from studio.rules.services import _roles_of
+
+    workspace = ruleset.workspace
+    if not {Role.AUTHOR, Role.ADMIN} & _roles_of(workspace, actor):
+        raise PermissionDenied("only rule authors and administrators set guard policies")
+    try:
+        policy = Policy.from_json(data, _rules_of(ruleset))
+    except PolicyError as exc:
+        raise ServiceError(exc.message, field=exc.field, status=422) from None
+    from studio.rules.services import _user_of
+
+    with transaction.atomic():
+        GuardPolicy.objects.update_or_create(
+            ruleset=ruleset, defaults={"policy": policy.to_json(), "updated_by": _user_of(actor)})
+        record(workspace, actor, "guard_policy.set", ruleset, ruleset=ruleset.name,
+               policy=policy.to_json())
+    forget_policies()
+    return policy
+
+
+_POLICIES: dict[int, tuple[float, Policy]] = {}
+_POLICIES_LOCK = threading.Lock()
+
+
+def forget_policies(**_signal) -> None:
+    with _POLICIES_LOCK:
+        _POLICIES.clear()
+
+
+def effective_policy(workspace: Workspace) -> Policy:
+    """The policy live sessions are guarded by: that of the live rule set, or the combination
+    of the live rule sets' policies (``studio.risk.guard.combine``); the defaults when no rule
+    set is live.  Read again after ``LIVE_CONTEXT_SECONDS`` (or when a policy or rule set is
+    saved in this process)."""
+    ttl = settings.LIVE_CONTEXT_SECONDS
+    with _POLICIES_LOCK:
+        cached = _POLICIES.get(workspace.pk)
+    if cached is not None and cached[0] > time.monotonic():
+        return cached[1]
+    parts = []
+    for ruleset in (RuleSet.objects.filter(workspace=workspace, live=True)
+                    .prefetch_related("rules").select_related("guard_policy")):
+        stored = getattr(ruleset, "guard_policy", None)
+        policy = Policy.from_json(stored.policy if stored else {})
+        parts.append((policy, [r.name for r in ruleset.rules.all()]))
+    policy = policy_rules.combine(parts) if parts else Policy()
+    if ttl > 0:
+        with _POLICIES_LOCK:
+            _POLICIES[workspace.pk] = (time.monotonic() + ttl, policy)
+    return policy
+
+
+# ---------------------------------------------------------------------------------------------
+# Requests
+
+
+@dataclass
+class GuardRequest:
+    event: Any
+    continuation: list
+    candidates: list[tuple[Any, list]]
+    decision_id: str | None
+    attempt: int
+    fingerprint: str
+
+
+def _events_list(value: Any, field: str) -> list:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ServiceError(f"{field} must be an array of events", field=field, status=422)
+    if len(value) > policy_rules.MAX_HORIZON:
+        raise ServiceError(f"{field}: at most {policy_rules.MAX_HORIZON} events (longer than "
+                           "any horizon)", field=field, status=413)
+    return value
+
+
+def parse_request(document: Any) -> GuardRequest:
+    """The guard request's fields, each checked; the field at fault is named."""
+    if not isinstance(document, dict):
+        raise ServiceError("the body must be a JSON object with the proposed 'event'",
+                           field="event", status=422)
+    extra = sorted(set(document) - set(REQUEST_FIELDS))
+    if extra:
+        raise ServiceError(f"unknown field {extra[0]!r} (a guard request has: "
+                           f"{', '.join(REQUEST_FIELDS)})", field=extra[0], status=422)
+    if not isinstance(document.get("event"), dict):
+        raise ServiceError("'event' (the proposed next event, an object) is required",
+                           field="event", status=422)
+    continuation = _events_list(document.get("continuation"), "continuation")
+    raw_candidates = document.get("candidates")
+    if raw_candidates is None:
+        raw_candidates = []
+    if not isinstance(raw_candidates, list):
+        raise ServiceError("candidates must be an array of {event, continuation}",
+                           field="candidates", status=422)
+    if len(raw_candidates) > MAX_CANDIDATES:
+        raise ServiceError(f"at most {MAX_CANDIDATES} candidates", field="candidates",
+                           status=413)
+    candidates = []
+    for i, item in enumerate(raw_candidates):
+        where = f"candidates[{i}]"
+        if not isinstance(item, dict) or not isinstance(item.get("event"), dict):
+            raise ServiceError(f"{where} must be an object with an 'event'", field=where,
+                               status=422)
+        unknown = sorted(set(item) - {"event", "continuation"})
+        if unknown:
+            raise ServiceError(f"{where}: unknown field {unknown[0]!r}",
+                               field=f"{where}.{unknown[0]}", status=422)
+        candidates.append((item["event"],
+                           _events_list(item.get("continuation"), f"{where}.continuation")))
+    decision_id = document.get("decision_id")
+    if decision_id is not None:
+        if (not isinstance(decision_id, str) or not 1 <= len(decision_id) <= DECISION_ID_MAX
+                or not decision_id.isprintable()):
+            raise ServiceError(f"decision_id must be printable text of 1 to {DECISION_ID_MAX} "
+                               "characters", field="decision_id", status=422)
+    attempt = document.get("attempt", 0)
+    if isinstance(attempt, bool) or not isinstance(attempt, int) or not (
+            0 <= attempt <= MAX_ATTEMPT):
+        raise ServiceError(f"attempt must be a whole number from 0 to {MAX_ATTEMPT}",
+                           field="attempt", status=422)
+    fingerprint = hashlib.sha256(json.dumps(
+        {k: document.get(k) for k in REQUEST_FIELDS if k != "decision_id"},
+        sort_keys=True, ensure_ascii=True).encode()).hexdigest()
+    return GuardRequest(document["event"], continuation, candidates, decision_id, attempt,
+                        fingerprint)
+
+
+# ---------------------------------------------------------------------------------------------
+# Deciding
+
+
+def _clean(raw: Any, session: str, field: str) -> live.Clean:
+    try:
+        return live.clean_event(raw, session)
+    except live.ItemError as exc:
+        where = f"{field}.{exc.field}" if exc.field else field
+        raise ServiceError(f"{field}: {exc.message}", field=where, status=422) from None
+
+
+def _model(workspace: Workspace, context: live.Context):
+    """The newest risk model learned for exactly the live rule versions, or None."""
+    try:
+        from .learning import current_model
+    except ImportError:   # learning is optional: without it the guard uses exact and sampling
+        return None
+    return current_model(workspace, context.versions_key)
+
+
+def _assess(context: live.Context, now: live.SessionNow, raw: Any, continuation: list,
+            field: str, policy: Policy, model, sampled: dict | None) -> tuple[Assessment, list]:
+    """One candidate's assessment, and the rules' states after it."""
+    clean = _clean(raw, now.external_id, field)
+    monitor = now.monitor(context)
+    event = live.label_event(context, now.monitor_event(clean), now.previous)
+    learned, backed = None, False
+    if model is not None:
+        answer = model.predict(monitor, event, policy.horizon)
+        learned = {name: value for name, value in answer.risk.items() if name != ANY_RULE}
+        backed = answer.backed
+    with live._MONITOR_LOCK:
+        changes = monitor.feed(event)
+    rules = live.rules_if(context, now, monitor, changes)
+    violates = {r["rule"]: r["violates"] for r in rules}
+    return Assessment(violates, sampled, learned, backed), rules
+
+
+def _sampled(context: live.Context, now: live.SessionNow, request: GuardRequest,
+             policy: Policy) -> dict | None:
+    """TRAC_P+I: the share of samples (the proposed event and the other candidates, each with
+    its continuation) whose extension violates each rule within the horizon."""
+    if not request.continuation and not request.candidates:
+        return None
+    samples = [[request.event, *request.continuation]]
+    samples += [[event, *continuation] for event, continuation in request.candidates]
+    cleaned = []
+    for s, sample in enumerate(samples):
+        where = "" if s == 0 else f"candidates[{s - 1}]."
+        steps = []
+        for k, raw in enumerate(sample[:policy.horizon]):
+            field = f"{where}event" if k == 0 else f"{where}continuation[{k - 1}]"
+            steps.append(now.monitor_event(_clean(raw, now.external_id, field), k))
+        cleaned.append(steps)
+    with live._labelers_answer():
+        answer = sample_risk(context.ruleset, now.state, cleaned, policy.horizon,
+                             previous=now.previous, label=context.labeling.label,
+                             monitor_class=live.FastSessionMonitor)
+    return answer.risk
+
+
+def _requires(now: live.SessionNow, context: live.Context) -> dict[str, str]:
+    """Per rule, what it still requires before the proposed step, in words."""
+    if now.state is None:
+        residuals = {rule.name: rule.formula for rule in context.ruleset.rules}
+    else:
+        residuals = {r["rule"]: r["trac"]["residual"] for r in now.state["rules"]}
+    return {name: residual_reading(residual) for name, residual in residuals.items()}
+
+
+def _poll_path(workspace: Workspace, session: str, decision_id: str) -> str:
+    from django.urls import reverse
+
+    return reverse("api:guard_decision", kwargs={
+        "slug": workspace.slug, "session_id": session, "decision_id": decision_id})
+
+
+def _answer_of(row: GuardDecision) -> dict:
+    answer = dict(row.answer)
+    answer.update({"decision_id": row.decision_id, "status": row.status,
+                   "decision": row.decision})
+    if row.status != DecisionStatus.PENDING and row.answer.get("decision") == ASK_HUMAN:
+        answer["decided_by"] = row.decided_by.get_username() if row.decided_by else None
+        answer["note"] = row.note
+    return answer
+
+
+def guard(workspace: Workspace, session_external_id: str, document: Any, actor=None,
+          context: live.Context | None = None) -> dict:
+    """Decide on the proposed next step of a live session.  Raises ``ServiceError`` for a
+    request that does not fit (the field named), ``SessionEnded`` for an ended session,
+    ``LabelerUnavailable`` when its events cannot be labelled now (the caller answers 503)."""
+    request = parse_request(document)
+    session = live._session_id(session_external_id)
+    if request.decision_id is not None:
+        existing = GuardDecision.objects.filter(workspace=workspace, session=session,
+                                                decision_id=request.decision_id).first()
+        if existing is not None:
+            return _repeat(existing, request)
+    context = context or live.context_for(workspace)
+    policy = effective_policy(workspace)
+    now = live.session_now(workspace, session, context)
+    model = _model(workspace, context)
+    sampled = _sampled(context, now, request, policy)
+    proposed, _ = _assess(context, now, request.event, request.continuation, "event", policy,
+                          model, sampled)
+    others = [_assess(context, now, event, continuation, f"candidates[{i}].event", policy,
+                      model, None)[0]
+              for i, (event, continuation) in enumerate(request.candidates)]
+    decision = policy_rules.decide(policy, proposed, others, request.attempt,
+                                   _requires(now, context))
+    answer = decision.to_json()
+    answer["session"] = session
+    answer["steps"] = now.steps
+    answer["learned_model"] = model is not None
+    decision_id = request.decision_id or uuid.uuid4().hex
+    pending = decision.decision == ASK_HUMAN
+    answer["poll"] = _poll_path(workspace, session, decision_id) if pending else None
+    answer["human_default"] = policy.human_default if pending else None
+    row = GuardDecision(
+        workspace=workspace, session=session, decision_id=decision_id,
+        request_hash=request.fingerprint, proposed=request.event, answer=answer,
+        decision=decision.decision,
+        status=DecisionStatus.PENDING if pending else DecisionStatus.DECIDED,
+        expires_at=(timezone.now() + timedelta(seconds=policy.human_timeout_seconds)
+                    if pending else None))
+    try:
+        with transaction.atomic():
+            row.save()
+            if pending:
+                record(workspace, actor, "guard.asked_human", row, session=session,
+                       decision_id=decision_id, reason=decision.reason,
+                       rules=[e["rule"] for e in decision.at_risk])
+    except IntegrityError:
+        # The same id was decided meanwhile (a retry racing the first request).
+        existing = GuardDecision.objects.get(workspace=workspace, session=session,
+                                             decision_id=decision_id)
+        return _repeat(existing, request)
+    return _answer_of(row)
+
+
+def _repeat(existing: GuardDecision, request: GuardRequest) -> dict:
+    if existing.request_hash != request.fingerprint:
+        raise ServiceError(f"decision_id {existing.decision_id!r} was used for another request "
+                           "in this session: use a new id for a new question",
+                           field="decision_id", status=409)
+    _expire(existing)
+    answer = _answer_of(existing)
+    answer["repeated"] = True
+    return answer
+
+
+# ---------------------------------------------------------------------------------------------
+# A person in the loop
+
+
+def _time_out(locked: GuardDecision) -> None:
+    """Apply the policy's default to a locked pending decision past its deadline."""
+    default = locked.answer.get("human_default") or STOP
+    locked.status = DecisionStatus.TIMED_OUT
+    locked.decision = default if default in (ALLOW, STOP) else STOP
+    locked.decided_at = timezone.now()
+    locked.note = "nobody answered in time: the policy's default applies"
+    locked.save(update_fields=["status", "decision", "decided_at", "note"])
+    record(locked.workspace, None, "guard.timed_out", locked, session=locked.session,
+           decision_id=locked.decision_id, decision=locked.decision)
+
+
+def _overdue(row: GuardDecision) -> bool:
+    return (row.status == DecisionStatus.PENDING and row.expires_at is not None
+            and row.expires_at <= timezone.now())
+
+
+def _expire(row: GuardDecision) -> GuardDecision:
+    """A pending decision past its deadline takes the policy's default (recorded once)."""
+    if not _overdue(row):
+        return row
+    with transaction.atomic():
+        locked = GuardDecision.objects.select_for_update().get(pk=row.pk)
+        if _overdue(locked):
+            _time_out(locked)
+    row.refresh_from_db()
+    return row
+
+
+def decision(workspace: Workspace, session_external_id: str, decision_id: str,
+             wait: float = 0) -> dict:
+    """The decision with this id; while it waits for a person, wait up to ``wait`` seconds
+    (at most ``MAX_WAIT_SECONDS``) for an answer before answering it is still pending."""
+    session = live._session_id(session_external_id)
+    if isinstance(wait, bool) or not isinstance(wait, (int, float)) or not (
+            0 <= wait <= MAX_WAIT_SECONDS):
+        raise ServiceError(f"wait must be 0 to {MAX_WAIT_SECONDS} seconds", field="wait",
+                           status=422)
+    deadline = time.monotonic() + wait
+    while True:
+        row = GuardDecision.objects.filter(workspace=workspace, session=session,
+                                           decision_id=decision_id).first()
+        if row is None:
+            raise ServiceError(f"no guard decision {decision_id!r} in session {session!r}",
+                               field="decision_id", status=404)
+        row = _expire(row)
+        if row.status != DecisionStatus.PENDING or time.monotonic() >= deadline:
+            return _answer_of(row)
+        remaining = min(deadline - time.monotonic(), POLL_INTERVAL_SECONDS)
+        if row.expires_at is not None:
+            remaining = min(remaining, max(
+                (row.expires_at - timezone.now()).total_seconds(), 0) + 0.01)
+        time.sleep(max(remaining, 0))
+
+
+def pending_decisions(workspace: Workspace, limit: int = 50) -> list[GuardDecision]:
+    """The decisions waiting for a person, oldest first (overdue ones take their default)."""
+    rows = (GuardDecision.objects.filter(workspace=workspace, status=DecisionStatus.PENDING)
+            .order_by("created_at")[:limit])
+    return [row for row in map(_expire, rows) if row.status == DecisionStatus.PENDING]
+
+
+def resolve(workspace: Workspace, pk: int, actor, approve: bool, note: str = "") -> GuardDecision:
+    """A reviewer approves (the agent may go ahead: ``allow``) or denies (``stop``) a pending
+    decision; recorded in the audit log.  An answered or expired one is a conflict (409)."""
+    from studio.rules.services import _roles_of, _user_of
+
+    if Role.REVIEWER not in _roles_of(workspace, actor):
+        raise PermissionDenied("only reviewers answer the guard's questions")
+    if not isinstance(note, str) or len(note) > 2_000:
+        raise ServiceError("note: at most 2,000 characters", field="note", status=422)
+    with transaction.atomic():
+        row = (GuardDecision.objects.select_for_update()
+               .filter(workspace=workspace, pk=pk).first())
+        if row is None:
+            raise ServiceError("no such guard decision", field="decision", status=404)
+        was = row.status
+        if _overdue(row):
+            _time_out(row)
+        elif was == DecisionStatus.PENDING:
+            row.status = DecisionStatus.APPROVED if approve else DecisionStatus.DENIED
+            row.decision = ALLOW if approve else STOP
+            row.decided_by = _user_of(actor)
+            row.decided_at = timezone.now()
+            row.note = note.strip()
+            row.save(update_fields=["status", "decision", "decided_by", "decided_at", "note"])
+            record(workspace, actor, "guard.approved" if approve else "guard.denied", row,
+                   session=row.session, decision_id=row.decision_id, note=row.note)
+            return row
+    if row.status == DecisionStatus.TIMED_OUT and was == DecisionStatus.PENDING:
+        raise ServiceError("the agent's wait ran out: the policy's default was applied",
+                           field="decision", status=409)
+    raise ServiceError(f"already answered ({was})", field="decision", status=409)
+
+
+def proposed_summary(row: GuardDecision) -> Mapping:
+    """What a person sees of a pending decision: the proposed action and the rules at risk."""
+    output = row.proposed.get("output") if isinstance(row.proposed, dict) else None
+    tool = output.get("tool") if isinstance(output, dict) else None
+    return {"tool": tool, "event": row.proposed, "reason": row.answer.get("reason", ""),
+            "rules": row.answer.get("rules_at_risk", [])}

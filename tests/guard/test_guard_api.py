@@ -1,0 +1,248 @@
+"""The guard over real HTTP: decisions for proposed steps, the predictors, idempotency, a person
+in the loop, policies, and refusals that name the field."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.test import Client
+
+from studio.guard import services as guard_services
+from studio.live import services as live_services
+from studio.rules.models import RuleSet
+from studio.traces.models import TraceSession
+from studio.workspaces import services as workspace_services
+from studio.workspaces.models import AuditLogEntry, Role
+from tests.live.conftest import RULES, Agent, approve
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+PAY = {"output": {"tool": "pay", "args": {"amount": 10}}}
+SHIP = {"output": {"tool": "ship", "args": {}}}
+DELETE = {"output": {"tool": "delete", "args": {}}}
+LOOK = {"output": {"tool": "look", "args": {}}}
+
+
+@pytest.fixture(autouse=True)
+def _fresh_caches():
+    live_services.clear_caches()
+    guard_services.forget_policies()
+    yield
+    live_services.clear_caches()
+    guard_services.forget_policies()
+
+
+@pytest.fixture
+def owner(django_user_model):
+    return django_user_model.objects.create_user(username="owner", password="pw-owner-123")
+
+
+@pytest.fixture
+def workspace(owner):
+    ws = workspace_services.create_workspace("Acme", owner=owner, slug="acme")
+    for name, formula in RULES:
+        approve(ws, owner, name, formula)
+    return ws
+
+
+@pytest.fixture
+def agent(workspace, owner):
+    _, secret = workspace_services.create_token(workspace, "agent", ["auditor"], by=owner)
+    return Agent(workspace.slug, token=secret)
+
+
+@pytest.fixture
+def ruleset(workspace):
+    rules = RuleSet.objects.create(workspace=workspace, name="shop", live=True)
+    rules.rules.set(workspace.rules.all())
+    return rules
+
+
+@pytest.fixture
+def staff(owner):
+    client = Client()
+    client.force_login(owner)
+    return client
+
+
+def ask(agent, session, body, *, raw=None):
+    data = raw if raw is not None else json.dumps(body).encode()
+    return agent.client.post(agent.url(session, "guard"), data=data,
+                             content_type="application/json",
+                             headers={"Authorization": f"Bearer {agent.token}"})
+
+
+def poll(agent, session, decision_id, wait=0):
+    return agent.client.get(agent.url(session, f"guard/{decision_id}") + f"?wait={wait}",
+                            headers={"Authorization": f"Bearer {agent.token}"})
+
+
+def set_policy(staff, workspace, ruleset, policy):
+    return staff.put(f"/api/w/{workspace.slug}/rule-sets/{ruleset.pk}/guard-policy",
+                     data=json.dumps({"policy": policy}), content_type="application/json")
+
+
+def test_a_safe_step_is_allowed_and_nothing_is_stored(agent, workspace):
+    answer = ask(agent, "s1", {"event": PAY})
+    assert answer.status_code == 200, answer.content
+    body = answer.json()
+    assert body["decision"] == "allow" and body["status"] == "decided"
+    assert body["predictor"] == "exact" and body["backed"] is True
+    assert set(body["risk"]) == {name for name, _ in RULES}
+    assert not TraceSession.objects.filter(workspace=workspace, external_id="s1").exists()
+
+
+def test_a_step_that_would_violate_is_resampled_with_the_rule_named(agent):
+    agent.post("s1", [LOOK])
+    body = ask(agent, "s1", {"event": SHIP}).json()
+    assert body["decision"] == "resample"
+    assert body["risk"]["pay_before_ship"] == 1.0
+    assert [r["rule"] for r in body["rules_at_risk"]] == ["pay_before_ship"]
+    assert "would violate pay_before_ship" in body["reason"]
+    # Asking changed nothing: the session still has one step, and the step is still allowed
+    # after the payment the agent actually makes.
+    assert TraceSession.objects.get(external_id="s1").steps == 1
+    agent.post("s1", [PAY])
+    assert ask(agent, "s1", {"event": SHIP}).json()["decision"] == "allow"
+
+
+def test_sampled_continuations_give_the_share_that_violates_within_the_horizon(
+        agent, staff, workspace, ruleset):
+    assert set_policy(staff, workspace, ruleset, {"threshold": 0.5, "horizon": 3}).status_code \
+        == 200
+    body = ask(agent, "s2", {"event": LOOK, "continuation": [LOOK, DELETE],
+                             "candidates": [{"event": LOOK, "continuation": [PAY, SHIP]},
+                                            {"event": PAY, "continuation": [LOOK, LOOK, DELETE]},
+                                            {"event": LOOK}]}).json()
+    # Samples: (look, look, delete) violates no_delete at its third step; (look, pay, ship)
+    # nothing; (pay, look, look | delete) delete is beyond the horizon of 3; (look) nothing.
+    assert body["risk"]["no_delete"] == 0.25
+    assert body["decision"] == "allow"
+    assert body["predictor"] == "sampling"
+    risky = ask(agent, "s2", {"event": LOOK, "continuation": [DELETE],
+                              "candidates": [{"event": DELETE}]}).json()
+    assert risky["risk"]["no_delete"] == 1.0 and risky["decision"] == "resample"
+
+
+def test_best_of_n_names_a_safe_candidate(agent, staff, workspace, ruleset):
+    set_policy(staff, workspace, ruleset, {"default_intervention": "best_of_n"})
+    body = ask(agent, "s3", {"event": SHIP, "candidates": [{"event": DELETE},
+                                                           {"event": PAY}]}).json()
+    assert body["decision"] == "best_of_n" and body["candidate"] == 1
+
+
+def test_inject_says_what_the_rules_at_risk_still_require(agent, staff, workspace, ruleset):
+    set_policy(staff, workspace, ruleset, {"interventions": {"pay_before_ship": "inject"}})
+    body = ask(agent, "s4", {"event": SHIP}).json()
+    assert body["decision"] == "inject"
+    assert body["inject"].startswith("Before your next step, keep these rules:")
+    assert "pay_before_ship: still owed:" in body["inject"]
+    assert "tool_call:pay" in body["inject"]
+
+
+def test_after_the_most_resamples_the_policy_falls_back(agent, staff, workspace, ruleset):
+    set_policy(staff, workspace, ruleset, {"max_resamples": 1, "fallback": "switch",
+                                           "safer_model": "careful-1"})
+    assert ask(agent, "s5", {"event": SHIP, "attempt": 0}).json()["decision"] == "resample"
+    body = ask(agent, "s5", {"event": SHIP, "attempt": 1}).json()
+    assert body["decision"] == "switch" and body["model"] == "careful-1"
+
+
+def test_the_same_decision_id_answers_the_same_and_another_request_under_it_is_409(agent):
+    first = ask(agent, "s6", {"event": SHIP, "decision_id": "d-1"}).json()
+    again = ask(agent, "s6", {"event": SHIP, "decision_id": "d-1"}).json()
+    assert again["decision"] == first["decision"] and again["repeated"] is True
+    assert again["decision_id"] == "d-1"
+    other = ask(agent, "s6", {"event": PAY, "decision_id": "d-1"})
+    assert other.status_code == 409 and other.json()["field"] == "decision_id"
+
+
+def test_ask_human_waits_for_a_reviewer_and_everything_is_in_the_audit_log(
+        agent, staff, workspace, ruleset):
+    set_policy(staff, workspace, ruleset, {"interventions": {"no_delete": "ask_human"}})
+    body = ask(agent, "s7", {"event": DELETE, "decision_id": "ask-1"}).json()
+    assert body["decision"] == "ask_human" and body["status"] == "pending"
+    assert body["poll"] == "/api/w/acme/live/sessions/s7/guard/ask-1"
+    assert poll(agent, "s7", "ask-1").json()["status"] == "pending"
+    pending = staff.get(f"/api/w/{workspace.slug}/guard/decisions").json()
+    assert [(p["session"], p["tool"]) for p in pending] == [("s7", "delete")]
+    answered = staff.post(f"/api/w/{workspace.slug}/guard/decisions/{pending[0]['id']}/approve",
+                          data=json.dumps({"note": "a test record, fine"}),
+                          content_type="application/json")
+    assert answered.status_code == 200 and answered.json()["decision"] == "allow"
+    final = poll(agent, "s7", "ask-1", wait=5).json()
+    assert (final["status"], final["decision"], final["decided_by"]) == (
+        "approved", "allow", "owner")
+    again = staff.post(f"/api/w/{workspace.slug}/guard/decisions/{pending[0]['id']}/deny",
+                       data="{}", content_type="application/json")
+    assert again.status_code == 409
+    actions = list(AuditLogEntry.objects.filter(workspace=workspace)
+                   .values_list("action", flat=True))
+    assert {"guard_policy.set", "guard.asked_human", "guard.approved"} <= set(actions)
+
+
+def test_nobody_answering_in_time_applies_the_policys_default(agent, staff, workspace,
+                                                              ruleset):
+    set_policy(staff, workspace, ruleset, {"default_intervention": "ask_human",
+                                           "human_timeout_seconds": 1})
+    ask(agent, "s8", {"event": DELETE, "decision_id": "late"})
+    final = poll(agent, "s8", "late", wait=3).json()
+    assert (final["status"], final["decision"]) == ("timed_out", "stop")
+    assert AuditLogEntry.objects.filter(action="guard.timed_out").count() == 1
+
+
+def test_only_reviewers_answer(agent, staff, workspace, ruleset, django_user_model):
+    set_policy(staff, workspace, ruleset, {"default_intervention": "ask_human"})
+    ask(agent, "s9", {"event": DELETE})
+    pk = guard_services.pending_decisions(workspace)[0].pk
+    author = django_user_model.objects.create_user(username="writer", password="pw-writer-123")
+    workspace_services.add_member(workspace, author, Role.AUTHOR)
+    client = Client()
+    client.force_login(author)
+    refused = client.post(f"/api/w/{workspace.slug}/guard/decisions/{pk}/approve", data="{}",
+                          content_type="application/json")
+    assert refused.status_code == 403
+    assert guard_services.pending_decisions(workspace)[0].pk == pk
+
+
+@pytest.mark.parametrize("body, field", [
+    ({}, "event"),
+    ({"event": "ship"}, "event"),
+    ({"event": SHIP, "candidates": [{"event": PAY}, {"continuation": []}]}, "candidates[1]"),
+    ({"event": SHIP, "candidates": {"event": PAY}}, "candidates"),
+    ({"event": SHIP, "continuation": "later"}, "continuation"),
+    ({"event": SHIP, "attempt": -1}, "attempt"),
+    ({"event": SHIP, "decision_id": ""}, "decision_id"),
+    ({"event": SHIP, "decison_id": "x"}, "decison_id"),
+    ({"event": {"output": {"tool": "ship"}, "timestamp": "yesterday"}}, "event.timestamp"),
+])
+def test_a_request_that_does_not_fit_is_refused_with_the_field_named(agent, body, field):
+    answer = ask(agent, "bad", body)
+    assert answer.status_code == 422, answer.content
+    assert answer.json()["field"] == field
+
+
+@pytest.mark.parametrize("policy, field", [
+    ({"threshold": 2}, "threshold"),
+    ({"horizon": 1000}, "horizon"),
+    ({"interventions": {"no_such_rule": "stop"}}, "interventions.no_such_rule"),
+    ({"default_intervention": "pray"}, "default_intervention"),
+])
+def test_a_policy_that_does_not_fit_is_refused_with_the_field_named(staff, workspace, ruleset,
+                                                                    policy, field):
+    answer = set_policy(staff, workspace, ruleset, policy)
+    assert answer.status_code == 422 and answer.json()["field"] == field
+
+
+def test_an_ended_session_takes_no_guard_question(agent):
+    agent.post("done", [PAY])
+    agent.client.post(agent.url("done", "end"), data="", content_type="application/json",
+                      headers={"Authorization": f"Bearer {agent.token}"})
+    assert ask(agent, "done", {"event": SHIP}).status_code == 409
+
+
+def test_a_guard_question_without_credentials_is_401(agent):
+    answer = agent.client.post(agent.url("s1", "guard"), data=json.dumps({"event": PAY}),
+                               content_type="application/json")
+    assert answer.status_code == 401
