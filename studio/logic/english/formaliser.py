@@ -678,6 +678,10 @@ class _Tree(Transformer):
                 if (k == 0 and end < len(resolved) and end - k > 1
                         and not resolved[end].after_copula):
                     end -= 1
+                elif (k == 0 and end == len(resolved) and end > 1
+                      and re.search(r"(?<!s)s$|ed$", str(resolved[-1].value))
+                      and not any(w.after_copula for w in resolved)):
+                    end -= 1    # "an order ships": the order
                 self.clause_phrases.append((k > 0, tuple(resolved[k:end])))
         if not resolved:
             raise NotUnderstood("a pronoun that refers to nothing named before it",
@@ -2119,7 +2123,8 @@ def _other_readings(nodes, first: _Reader) -> list[tuple[Formula, _Reader]]:
 
 _WORDS_LEFT = {"keep": "the words the logs do not show restrict the event (an invented atom "
                        "beside it)",
-               "invent": "the phrase names something the logs do not show (an invented atom)"}
+               "invent": "the phrase names something the logs do not show (an invented atom)",
+               "one": "the phrase names only the first of the entries it matches equally well"}
 
 
 def _answer(read: list, vocabulary, engine: str) -> Formalisation:
@@ -2149,6 +2154,7 @@ def _answer(read: list, vocabulary, engine: str) -> Formalisation:
         f, reader = read[0]
         wanted = ["keep"] if "restricting" in guesses else []
         wanted += ["invent"] if "loose" in guesses else []
+        wanted += ["one"] if "tie" in guesses else []
         room = max(1, MAX_READINGS - len(candidates))
         for words_left in wanted[:room]:
             other, _, _ = ground(f, invented, vocabulary, words_left, quoted)
@@ -2157,8 +2163,18 @@ def _answer(read: list, vocabulary, engine: str) -> Formalisation:
         candidates[0] = (candidates[0][0], "; ".join(
             x for x in (candidates[0][1], "the phrase is the vocabulary entry it matched")
             if x))
+    plain, plain_why = candidates[0]
     candidates = [(release_after_trigger(one_call_a_step(as_limits(g))), why)
                   for g, why in candidates]
+    if as_limits(plain) is not plain:
+        # "payments above 10000 must never be made": a payment whose amount the logs lack
+        # breaks the limit, or (the author picks) only a payment shown above it does
+        candidates[0] = (candidates[0][0], "; ".join(
+            x for x in (candidates[0][1], "an event whose amount is missing breaks the rule")
+            if x))
+        candidates.insert(1, (release_after_trigger(one_call_a_step(plain)), "; ".join(
+            x for x in (plain_why, "an event whose amount is missing does not break the rule")
+            if x)))
     first, first_why = candidates[0]
     if limits_everywhere(first) is not first:
         candidates[:1] = [
@@ -2169,7 +2185,7 @@ def _answer(read: list, vocabulary, engine: str) -> Formalisation:
                                                 if x))]
     kept: list[tuple[Formula, str]] = []
     for grounded, why in candidates:
-        if any(g is grounded for g, _ in kept):
+        if any(g is grounded for g, _ in kept) or _trivial(grounded):
             continue
         distinct = True
         for g, _ in kept:
@@ -2183,6 +2199,11 @@ def _answer(read: list, vocabulary, engine: str) -> Formalisation:
             kept.append((grounded, why))
         if len(kept) >= MAX_READINGS:
             break
+    if not kept:
+        return Formalisation(None, "", (), (), "Every reading of this rule holds on every "
+                             "session, or on none: the words were not taken apart the way they "
+                             "were meant (a scope bound that is the rule's own event?)",
+                             engine=engine)
     readings = []
     for k, (f, why) in enumerate(kept):
         trace, against = (), None
@@ -2202,6 +2223,19 @@ def _answer(read: list, vocabulary, engine: str) -> Formalisation:
                                            if a in atoms] + list(atoms)))
     return Formalisation(f, f.text, atoms, engine=engine, readings=tuple(readings),
                          mapping=tuple(mapping), name=propose_name(f, read[0][1].kinds))
+
+
+def _trivial(f: Formula) -> bool:
+    """Whether ``f`` holds on every session or on none: no rule anyone means."""
+    from ..review import ReviewLimitError, distinguishing_trace
+
+    if f is fm.TRUE or f is fm.FALSE:
+        return True
+    try:
+        return (distinguishing_trace(f, fm.TRUE, max_length=COMPARE_LENGTH) is None
+                or distinguishing_trace(f, fm.FALSE, max_length=COMPARE_LENGTH) is None)
+    except ReviewLimitError:
+        return False
 
 
 _COMPLEMENT = {">": "<=", "<": ">=", ">=": "<", "<=": ">"}

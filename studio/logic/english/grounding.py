@@ -46,7 +46,7 @@ _SYNONYMS = {
     "pick": "take", "grab": "take", "collect": "take", "acquire": "take",
     "modify": "update", "change": "update", "edit": "update",
     "create": "open", "file": "file", "submit": "submit",
-    "shut": "close", "end": "close",
+    "shut": "close", "end": "close", "lift": "close", "finish": "close",
     "escalate": "escalate", "handoff": "escalate",
     "cook": "heat", "warm": "heat",
 }
@@ -148,16 +148,28 @@ def _role_fits(phrase: list[str], candidate: str) -> bool:
 
 def ground_atom(name: str, vocabulary_atoms) -> str | None:
     """The vocabulary atom an invented name stands for, or None."""
+    tied = ground_ties(name, vocabulary_atoms)
+    return tied[0] if tied else None
+
+
+def ground_ties(name: str, vocabulary_atoms) -> list[str]:
+    """Every vocabulary atom that fits an invented name best, equally well ("a booking" is
+    ``tool_call:book_flight`` as much as ``tool_call:book_hotel``); empty when none fits."""
     if name in vocabulary_atoms:
-        return name
+        return [name]
     phrase = words_of(name)
-    best, best_score = None, None
+    best: list[str] = []
+    best_score = None
     for candidate in sorted(vocabulary_atoms):
         if not _role_fits(phrase, candidate):
             continue
         score = _score(phrase, words_of(candidate))
-        if score is not None and (best_score is None or score > best_score):
-            best, best_score = candidate, score
+        if score is None:
+            continue
+        if best_score is None or score > best_score:
+            best, best_score = [candidate], score
+        elif score == best_score:
+            best.append(candidate)
     return best
 
 
@@ -180,12 +192,19 @@ def ground_phrase(name: str, atoms, paths) -> tuple[Formula | None, list[str]]:
     if main is None:
         return None, []
     covered = set(words_of(main))
-    rest = [w for w in words_of(name) if w not in covered and w not in _IGNORABLE]
+    phrase = words_of(name)
+    rest = [w for w in phrase if w not in covered and w not in _IGNORABLE]
     if not rest:
         return fm.Atom(main), []
-    extra = _ground_rest(rest, atoms - {main}, paths, main, name)
+    # Only the words after the entry's qualify it ("wire funds to an unverified account"); the
+    # ones before name its kind ("start a deploy freeze" is not a deploy).
+    last = max((k for k, w in enumerate(phrase) if w in covered), default=-1)
+    after = [w for w in rest if w in phrase[last + 1:]]
+    extra = _ground_rest(rest, atoms - {main}, paths, main, name, after)
     if extra is not None:
-        return fm.And(fm.Atom(main), extra), []
+        used = {w for a in extra.subformulas() if a.op == "atom" for w in words_of(a.name)}
+        return fm.And(fm.Atom(main), extra), [w for w in rest if w not in after
+                                              and w not in used and len(rest) > 1]
     return fm.Atom(main), rest
 
 
@@ -221,7 +240,7 @@ def guess_kind(name: str, atom: str, leftover: list[str]) -> str | None:
 # "deploy from the main branch"): a word of the phrase that nothing else grounds is their value.
 _NAMING_ARGUMENTS = frozenset({"object", "target", "item", "direction", "destination", "room",
                                "location", "place", "branch", "side", "entity", "name",
-                               "username", "recipient", "environment"})
+                               "username", "recipient", "environment", "env", "branch"})
 # Outcomes a call's result reports ("a KYC check fails", "the tests pass"), as the logs word
 # them: the status field's value.
 _OUTCOMES = {"fail": "failed", "pass": "passed", "succe": "succeeded", "succeed": "succeeded",
@@ -230,12 +249,17 @@ _OUTCOMES = {"fail": "failed", "pass": "passed", "succe": "succeeded", "succeed"
 _STATUS_FIELDS = ("status", "result", "outcome", "state")
 
 
-def _ground_rest(rest: list[str], atoms, paths, main: str = "", name: str = "") -> Formula | None:
+def _ground_rest(rest: list[str], atoms, paths, main: str = "", name: str = "",
+                 after: list[str] | None = None) -> Formula | None:
     negated = [w[2:] if w.startswith("un") and len(w) > 5 else w for w in rest]
     flipped = negated != rest
+    # a second entry only from the words after the first ("wire funds to an unverified
+    # account"): the words before name its kind ("start a deploy freeze" is not a deploy)
+    qualifier = {w[2:] if w.startswith("un") and len(w) > 5 else w
+                 for w in (rest if after is None else after)}
     for candidate in sorted(atoms):
         entry = set(words_of(candidate))
-        if entry and entry <= set(negated):
+        if entry and entry <= qualifier:
             return fm.Not(fm.Atom(candidate)) if flipped else fm.Atom(candidate)
     for candidate in sorted(paths):
         if "boolean" not in _path_type(paths[candidate]):
@@ -253,10 +277,14 @@ def _ground_rest(rest: list[str], atoms, paths, main: str = "", name: str = "") 
             return fm.Compare(("path", status[0]), "==", ("const", _OUTCOMES[outcomes[0]]))
     naming = [p for p in strings if p.startswith("output.args.")
               and p.rsplit(".", 1)[-1] in _NAMING_ARGUMENTS]
-    named = [p for p in naming if set(words_of(p.rsplit(".", 1)[-1])) <= set(rest)]
+    # the value is a word after the call's words ("push to main"), else before them ("sell
+    # orders"), never a word of another call ("starting a deploy freeze" is no value "deploy")
+    entry_words = {w for a in atoms if a.startswith("tool_call:") for w in words_of(a)}
+    pool = [w for w in (after or rest) if w not in entry_words]
+    named = [p for p in naming if set(words_of(p.rsplit(".", 1)[-1])) <= set(pool)]
     if len(named) == 1 or len(naming) == 1:
         path = (named or naming)[0]
-        values = [w for w in rest if w not in words_of(path.rsplit(".", 1)[-1])]
+        values = [w for w in pool if w not in words_of(path.rsplit(".", 1)[-1])]
         raw = [w for w in re.split(r"[_\s]+", name) if w and values and _stem(w) == values[0]]
         if len(values) == 1 and raw:
             return fm.Compare(("path", path), "==", ("const", raw[-1].lower()))
@@ -362,6 +390,16 @@ def ground(f: Formula, invented: list[str], vocabulary, words_left: str = "drop"
             else:
                 mapping.append(Grounding(phrase, name, False))
             continue
+        tied = ground_ties(name, atoms) if atoms else []
+        if len(tied) > 1 and len({words_of(t)[0] for t in tied if words_of(t)}) == 1:
+            # "no other booking": any of the entries the phrase names equally well, or (the
+            # author picks) the first of them only
+            partial.add("tie")
+            if words_left != "one":
+                grounded = fm.Or(*[fm.Atom(t) for t in tied])
+                mapping.append(Grounding(phrase, grounded.text, True))
+                changed[name] = grounded
+                continue
         grounded, leftover = ground_phrase(name, atoms, paths) if atoms else (None, [])
         if grounded is None and paths:
             grounded = ground_change(name, paths)

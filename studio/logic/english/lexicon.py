@@ -187,6 +187,8 @@ for _noun in ("session", "conversation", "game", "episode", "run", "interaction"
                 continue
             _PHRASES.setdefault(f"{_prep} {_det} {_noun}", "DROP")
     _PHRASES.setdefault(f"per {_noun}", "DROP")
+_add("DROP", "in a single transaction", "in one transaction", "per transaction",
+     "in any single transaction", "in a single call", "in one call", "per call")
 for _noun in _SESSION:
     _add("AT_START", f"at the start of the {_noun}", f"at the beginning of the {_noun}",
          f"when the {_noun} starts", f"when the {_noun} begins", f"to start the {_noun}",
@@ -203,7 +205,9 @@ _PHRASES["must be preceded by"] = "PRECEDED_BY"
 _add("DURING", "during")
 _add("NEVER", "nobody may", "no one may", "nobody is allowed to", "no one is allowed to",
      "nobody should", "no one should", "nobody can", "no one can", "nobody must",
-     "no one must", "nobody shall", "no one shall")
+     "no one must", "nobody shall", "no one shall", "nothing may", "nothing can",
+     "nothing should", "nothing must", "nothing shall", "nothing is to be", "nothing gets",
+     "nothing is allowed to", "nothing is ever")
 _add("AT_END", "at the end", "in the final step", "in the last step", "at the last step",
      "at the final step", "in the final state", "in the last state", "at the very end")
 _add("EVENTUALLY", "by the end", "before the end")
