@@ -269,6 +269,16 @@ LIVE_RATE_LIMIT_PER_MINUTE = env_number("LIVE_RATE_LIMIT_PER_MINUTE", 6000)
 WEBHOOK_TOLERANCE_SECONDS = 300
 AUDIT_BATCH_SIZE = env_number("AUDIT_BATCH_SIZE", 200, minimum=1)
 AUDIT_MAX_ATTEMPTS = env_number("AUDIT_MAX_ATTEMPTS", 3, minimum=1)
+# Risk models for the guard (studio.guard.learning): the newest finished sessions a model is
+# learned from (fewer when tasks run in-process, where learning holds up the request that asked);
+# after how long a model still queued or running is taken as lost; how often a server process
+# asks which model is newest.
+GUARD_MODEL_MAX_SESSIONS = env_number(
+    "GUARD_MODEL_MAX_SESSIONS", 500 if CELERY_BROKER_URL == "memory://" else 5000,
+    minimum=1)
+GUARD_MODEL_STALL_SECONDS = env_number("GUARD_MODEL_STALL_SECONDS",
+                                       CELERY_TASK_TIME_LIMIT + 5 * 60, minimum=1)
+GUARD_MODEL_CHECK_SECONDS = env_number("GUARD_MODEL_CHECK_SECONDS", 5.0, float)
 # An upload audited as it loads, on Postgres, from this size on: its labelling and monitoring
 # run in child processes, on cores of their own (studio.audits.arrival).  Smaller files are
 # monitored in the loading process, where starting a process would cost more than it saves.

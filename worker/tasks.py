@@ -6,7 +6,8 @@ autodiscovery (``worker.tasks``) registers them all.
 
 from importlib import import_module
 
-for _module in ("worker.uploads", "worker.audits", "worker.live", "worker.retention"):
+for _module in ("worker.uploads", "worker.audits", "worker.live", "worker.retention",
+                "worker.guard"):
     try:
         import_module(_module)
     except ModuleNotFoundError as exc:  # a concern not built yet

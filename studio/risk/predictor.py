@@ -43,6 +43,38 @@ class RiskAnswer:
                 "known": self.known, "state": self.state, "reason": self.reason}
 
 
+class Traces:
+    """Abstract traces of sessions, added one session at a time (so a caller can report
+    progress, or take a lock per session); each state is kept once and traces as its numbers."""
+
+    def __init__(self, abstraction: Abstraction):
+        self.abstraction = abstraction
+        self.states: list[AbstractState] = []
+        self.index: dict[AbstractState, int] = {}
+        self.numbered: list[list[int]] = []
+
+    def add(self, events: Iterable[Mapping]) -> list[int]:
+        """Abstract one session; returns its trace as state numbers."""
+        numbers = []
+        for state in self.abstraction.session(events):
+            i = self.index.get(state)
+            if i is None:
+                i = self.index[state] = len(self.states)
+                self.states.append(state)
+            numbers.append(i)
+        self.numbered.append(numbers)
+        return numbers
+
+    def model(self, alpha: float = 1.0, epsilon: float = pac.EPSILON,
+              delta: float = pac.DELTA) -> RiskModel:
+        """The smoothed DTMC over the states the sessions showed."""
+        states = self.states
+        absorbing = np.array([s.kind == "end" for s in states], dtype=bool)
+        chain = learn(self.numbered, len(states),
+                      self.abstraction.valid_transitions(states), alpha, absorbing)
+        return RiskModel(self.abstraction, list(states), chain, epsilon, delta)
+
+
 class RiskModel:
     """A DTMC learned from sessions, with cached risks per (rule, horizon)."""
 
@@ -66,19 +98,10 @@ class RiskModel:
               alpha: float = 1.0, epsilon: float = pac.EPSILON, delta: float = pac.DELTA
               ) -> RiskModel:
         """Abstract every session, learn the smoothed DTMC over the states they show."""
-        traces = [abstraction.session(events) for events in sessions]
-        states: list[AbstractState] = []
-        index: dict[AbstractState, int] = {}
-        for trace in traces:
-            for state in trace:
-                if state not in index:
-                    index[state] = len(states)
-                    states.append(state)
-        numbered = [[index[s] for s in trace] for trace in traces]
-        absorbing = np.array([s.kind == "end" for s in states], dtype=bool)
-        chain = learn(numbered, len(states), abstraction.valid_transitions(states), alpha,
-                      absorbing)
-        return cls(abstraction, states, chain, epsilon, delta)
+        traces = Traces(abstraction)
+        for events in sessions:
+            traces.add(events)
+        return traces.model(alpha, epsilon, delta)
 
     # -- cached solutions ---------------------------------------------------------------------
 

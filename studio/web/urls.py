@@ -14,5 +14,6 @@ urlpatterns = [
     path("", include("studio.traces.session_urls")),
     path("", include("studio.audits.urls")),
     path("", include("studio.live.page_urls")),
+    path("", include("studio.guard.page_urls")),
     path("", include("studio.workspaces.urls")),
 ]

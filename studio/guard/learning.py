@@ -1,0 +1,433 @@
+"""Risk models kept fresh: learning the DTMC of the live rules from the stored sessions, and
+handing the newest one to the guard.
+
+``request_model`` records a model to learn for the workspace's live rule versions (queued) and
+enqueues the Celery task once the transaction has committed; while one is queued or running for
+those versions it is that one.  At most one waits per workspace: asking for other versions while
+one still waits retargets it (it has not read anything yet).  ``learn_model`` is the task's body:
+it claims the record (queued -> running by a conditional UPDATE, so a duplicate delivery does
+nothing), replays the workspace's stored sessions - finished ones, newest first, at most
+``GUARD_MODEL_MAX_SESSIONS`` - through the record's rule versions and the workspace's labeling,
+learns the model (``studio.risk``) and stores it, counting progress every few sessions.  Any
+failure is stored on the record (failed, with the reason); nothing is lost silently.
+
+The task runs at most once (it is not acknowledged late): a worker killed while learning leaves
+the record running, and one whose message the broker lost leaves it queued.  Either is taken as
+failed (the reason says so) once it is older than ``GUARD_MODEL_STALL_SECONDS``, when the page or
+the next request looks at it; learning again is one click, or the next change of the live rules.
+
+The live rules changing (a rule set marked live or not, its rules changed, a version approved, a
+rule renamed or deleted) asks for a model again after the commit, for workspaces that have
+learned one before (``connect_relearning``, called from the app's ``ready``).
+
+``current_model`` is what the guard asks on every request: a dictionary lookup once the model is
+loaded, with the "which model is newest" query made at most once per
+``GUARD_MODEL_CHECK_SECONDS`` per workspace and rule versions.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import OrderedDict
+from datetime import timedelta
+from itertools import groupby
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from studio.api.core import ServiceError
+from studio.audits.services import _answered_in_groups, _events, monitor_event
+from studio.labeling.llm import LLMError
+from studio.live import services as live
+from studio.risk.predictor import RiskModel, Traces
+from studio.rules.models import RuleVersion
+from studio.rules.monitoring import ruleset_for
+from studio.traces.models import TraceSession
+from studio.workspaces.models import Workspace
+from studio.workspaces.services import record
+
+from .models import LearnedRiskModel, ModelStatus
+
+log = logging.getLogger(__name__)
+
+ACTIVE = (ModelStatus.QUEUED, ModelStatus.RUNNING)
+SESSION_CHUNK = 200       # sessions whose events are streamed in one query
+PROGRESS_EVERY = 25       # sessions between two progress updates
+ERROR_LIMIT = 2000
+
+
+def max_sessions() -> int:
+    return settings.GUARD_MODEL_MAX_SESSIONS
+
+
+def _stall_seconds() -> float:
+    return settings.GUARD_MODEL_STALL_SECONDS
+
+
+class NothingToLearn(ServiceError):
+    status = 409
+
+
+def _key(versions) -> list[list]:
+    return [[str(rule), int(version_id)] for rule, version_id in versions]
+
+
+def _user_of(actor):
+    user = getattr(actor, "user", actor)
+    return user if getattr(user, "is_authenticated", False) else None
+
+
+# ---------------------------------------------------------------------------------------------
+# Asking for a model
+
+def mark_stalled(workspace: Workspace) -> int:
+    """Mark failed the workspace's records whose task is taken as lost (see the module's doc);
+    returns how many."""
+    now = timezone.now()
+    cutoff = now - timedelta(seconds=_stall_seconds())
+    queued = LearnedRiskModel.objects.filter(workspace=workspace, status=ModelStatus.QUEUED,
+                                             created_at__lt=cutoff).update(
+        status=ModelStatus.FAILED, finished_at=now,
+        error="no worker took this model in time (the task queue may have lost it); learn "
+              "again")
+    running = LearnedRiskModel.objects.filter(workspace=workspace, status=ModelStatus.RUNNING,
+                                              started_at__lt=cutoff).update(
+        status=ModelStatus.FAILED, finished_at=now,
+        error="the worker stopped before it finished (killed, or past the time limit); learn "
+              "again")
+    return queued + running
+
+
+def request_model(workspace: Workspace, actor=None, reason: str = "on demand"
+                  ) -> LearnedRiskModel:
+    """A model to learn for the workspace's live rule versions: the one queued or running for
+    them already, else the one still waiting (for other versions) retargeted, else a new one,
+    enqueued after commit.  ``NothingToLearn`` when no approved rule is monitored live."""
+    key = _key((v.rule, v.id) for v in live.live_versions(workspace))
+    if not key:
+        raise NothingToLearn("no approved rule is monitored live, so there is no model to "
+                             "learn; approve a rule (or mark a rule set live) first")
+    mark_stalled(workspace)
+    with transaction.atomic():
+        # One request at a time per workspace decides whether a record is made.
+        Workspace.objects.select_for_update().filter(pk=workspace.pk).first()
+        active = list(LearnedRiskModel.objects.filter(workspace=workspace, status__in=ACTIVE)
+                      .only("id", "versions", "status").order_by("-id"))
+        for found in active:
+            if _key(found.versions) == key:
+                return LearnedRiskModel.objects.get(pk=found.pk)
+        for found in active:
+            if found.status == ModelStatus.QUEUED and LearnedRiskModel.objects.filter(
+                    pk=found.pk, status=ModelStatus.QUEUED).update(
+                    versions=key, reason=reason[:200], requested_by=_user_of(actor)):
+                record(workspace, actor, "risk_model.requested", found, versions=key,
+                       reason=reason, retargeted=True)
+                return LearnedRiskModel.objects.get(pk=found.pk)
+        made = LearnedRiskModel.objects.create(workspace=workspace, versions=key,
+                                               reason=reason[:200],
+                                               requested_by=_user_of(actor))
+        record(workspace, actor, "risk_model.requested", made, versions=key, reason=reason)
+        transaction.on_commit(lambda: _enqueue(made.pk))
+    return made
+
+
+def _enqueue(record_id: int) -> None:
+    from kombu.exceptions import OperationalError as BrokerError
+
+    from worker.guard import learn_risk_model  # the worker imports this module
+
+    try:
+        learn_risk_model.delay(record_id)
+    except BrokerError as exc:
+        log.warning("risk model %s: the broker is unavailable (%s)", record_id, exc)
+        LearnedRiskModel.objects.filter(pk=record_id, status=ModelStatus.QUEUED).update(
+            status=ModelStatus.FAILED, finished_at=timezone.now(),
+            error="the task queue is unavailable, so the model was not queued; learn again "
+                  "once it is back")
+
+
+# ---------------------------------------------------------------------------------------------
+# Learning (the task's body)
+
+class _Failed(Exception):
+    """A reason to fail that is already worded for a person."""
+
+
+def learn_model(record_id: int) -> str:
+    """Learn the model of record ``record_id``.  Returns "ready", "failed" or "gone" (not
+    queued: already learned, failed, running elsewhere or deleted - nothing done)."""
+    claimed = LearnedRiskModel.objects.filter(pk=record_id, status=ModelStatus.QUEUED).update(
+        status=ModelStatus.RUNNING, started_at=timezone.now(), progress_done=0, error="")
+    if not claimed:
+        return "gone"
+    row = LearnedRiskModel.objects.select_related("workspace").get(pk=record_id)
+    try:
+        model, used = _learn(row)
+        data = model.to_json()
+    except Exception as exc:  # noqa: BLE001 - every failure is stored, worded for a person
+        if not isinstance(exc, _Failed):
+            log.exception("risk model %s failed", record_id)
+        LearnedRiskModel.objects.filter(pk=record_id, status=ModelStatus.RUNNING).update(
+            status=ModelStatus.FAILED, finished_at=timezone.now(), error=_reason(exc))
+        return "failed"
+    stored = LearnedRiskModel.objects.filter(pk=record_id, status=ModelStatus.RUNNING).update(
+        status=ModelStatus.READY, finished_at=timezone.now(), model=data,
+        sessions=used["sessions"], events=used["events"], states=len(model.states),
+        progress_done=used["sessions"])
+    if not stored:
+        return "gone"   # taken as stalled meanwhile; its failure stands
+    forget_newest(row.workspace_id)
+    return "ready"
+
+
+def _reason(exc: Exception) -> str:
+    if isinstance(exc, _Failed):
+        text = str(exc)
+    elif isinstance(exc, LLMError):
+        text = f"a labeler could not label the sessions' events ({exc.message}); learn again " \
+               "later"
+    else:
+        text = f"learning stopped on an unexpected error ({type(exc).__name__}: {exc})"
+    return text[:ERROR_LIMIT]
+
+
+def ruleset_of(versions) -> object:
+    """The compiled rules of ``versions`` (``[[rule, version id], ...]``), in that order, as
+    live monitoring builds them.  ``_Failed`` when a version no longer exists."""
+    key = _key(versions)
+    found = {v.id: v for v in RuleVersion.objects.filter(id__in=[i for _, i in key])
+             .select_related("rule")}
+    missing = [f"{rule} (version id {i})" for rule, i in key if i not in found]
+    if missing:
+        raise _Failed(f"the rule versions this model is for no longer exist: "
+                      f"{', '.join(missing)}")
+    with live._MONITOR_LOCK:   # compiling interns formulas: one thread at a time
+        return ruleset_for([found[i] for _, i in key])
+
+
+def _learn(row: LearnedRiskModel) -> tuple[RiskModel, dict]:
+    from studio.risk.abstraction import Abstraction
+
+    workspace = row.workspace
+    ruleset = ruleset_of(row.versions)
+    labeling = live.context_for(workspace).labeling
+    try:
+        abstraction = Abstraction(ruleset, row.atoms)
+    except ValueError as exc:
+        raise _Failed(f"the picked atoms do not fit the rules: {exc}") from None
+    # Finished sessions only: an open live session's end is not known yet.
+    ids = list(TraceSession.objects.filter(workspace=workspace, steps__gt=0)
+               .exclude(source=live.SOURCE_LIVE, ended_at__isnull=True)
+               .order_by("-id").values_list("id", flat=True)[:max_sessions()])
+    LearnedRiskModel.objects.filter(pk=row.pk).update(progress_total=len(ids))
+    traces = Traces(abstraction)
+    done = events = 0
+    for start in range(0, len(ids), SESSION_CHUNK):
+        rows = _events(ids[start:start + SESSION_CHUNK])
+        if labeling.batched_labelers:
+            rows = _answered_in_groups(rows, labeling, None)
+        for _, session_rows in groupby(rows, key=lambda r: r[0]):
+            labelled, previous = [], None
+            for session_row in session_rows:
+                event = monitor_event(session_row)
+                labelled.append(labeling.label(event, previous))
+                previous = event
+            with live._MONITOR_LOCK:   # the monitors intern formulas: one thread at a time
+                traces.add(labelled)
+            done += 1
+            events += len(labelled)
+            if done % PROGRESS_EVERY == 0:
+                LearnedRiskModel.objects.filter(pk=row.pk).update(progress_done=done)
+    LearnedRiskModel.objects.filter(pk=row.pk).update(progress_done=done)
+    with live._MONITOR_LOCK:
+        model = traces.model()
+    return model, {"sessions": done, "events": events}
+
+
+# ---------------------------------------------------------------------------------------------
+# The newest model, for the guard
+
+_LOCK = threading.Lock()
+_NEWEST: dict[tuple, tuple[float, int | None]] = {}   # (workspace, versions) -> (until, id)
+_MODELS: OrderedDict[int, RiskModel] = OrderedDict()  # record id -> loaded model
+_MODELS_MAX = 16
+
+
+def forget_newest(workspace_id: int | None = None) -> None:
+    """Forget which model is newest (for one workspace, or all): a model became ready here."""
+    with _LOCK:
+        for key in [k for k in _NEWEST if workspace_id is None or k[0] == workspace_id]:
+            del _NEWEST[key]
+
+
+def clear_caches() -> None:
+    with _LOCK:
+        _NEWEST.clear()
+        _MODELS.clear()
+
+
+def newest_ready_id(workspace: Workspace, versions) -> int | None:
+    """The id of the newest ready model learned for exactly ``versions`` (one query)."""
+    key = _key(versions)
+    candidates = (LearnedRiskModel.objects
+                  .filter(workspace=workspace, status=ModelStatus.READY)
+                  .order_by("-finished_at", "-id").values_list("id", "versions")[:50])
+    for pk, stored in candidates:
+        if _key(stored) == key:
+            return pk
+    return None
+
+
+def current_model(workspace: Workspace, versions_key) -> RiskModel | None:
+    """The newest ready model learned for exactly these rule versions (``[[rule, version id],
+    ...]``, as ``Context.versions_key``), or None.  Loaded once per process and kept (by record
+    id); which record is newest is asked at most once per ``GUARD_MODEL_CHECK_SECONDS``.  Its
+    risks are solved when first asked, per rule and horizon (``RiskModel.risks``), and kept."""
+    key = (workspace.pk, tuple(map(tuple, _key(versions_key))))
+    now = time.monotonic()
+    with _LOCK:
+        cached = _NEWEST.get(key)
+    if cached is not None and cached[0] > now:
+        pk = cached[1]
+    else:
+        pk = newest_ready_id(workspace, versions_key)
+        ttl = settings.GUARD_MODEL_CHECK_SECONDS
+        if ttl > 0:
+            with _LOCK:
+                _NEWEST[key] = (now + ttl, pk)
+    if pk is None:
+        return None
+    with _LOCK:
+        model = _MODELS.get(pk)
+        if model is not None:
+            _MODELS.move_to_end(pk)
+            return model
+    model = load_model(pk)
+    with _LOCK:
+        model = _MODELS.setdefault(pk, model)
+        while len(_MODELS) > _MODELS_MAX:
+            _MODELS.popitem(last=False)
+    return model
+
+
+def load_model(pk: int) -> RiskModel:
+    """The stored model of ready record ``pk`` (not cached; ``current_model`` caches)."""
+    with _LOCK:
+        found = _MODELS.get(pk)
+    if found is not None:
+        return found
+    versions, data = LearnedRiskModel.objects.values_list("versions", "model").get(pk=pk)
+    ruleset = ruleset_of(versions)
+    with live._MONITOR_LOCK:
+        return RiskModel.from_json(data, ruleset)
+
+
+# ---------------------------------------------------------------------------------------------
+# Learning again when the live rules change
+
+def relearn_if_rules_changed(workspace_id: int) -> LearnedRiskModel | None:
+    """After a change to rules or rule sets: if the workspace has learned a model before and the
+    newest one (whatever its status) is for other versions than the live ones, ask for one."""
+    newest = (LearnedRiskModel.objects.filter(workspace_id=workspace_id).order_by("-id")
+              .values_list("versions", flat=True).first())
+    if newest is None:
+        return None
+    workspace = Workspace.objects.filter(pk=workspace_id).first()
+    if workspace is None:
+        return None
+    key = _key((v.rule, v.id) for v in live.live_versions(workspace))
+    if not key or key == _key(newest):
+        return None
+    try:
+        return request_model(workspace, None, "the live rules changed")
+    except NothingToLearn:
+        return None
+
+
+def _after_commit(workspace_id: int | None) -> None:
+    if workspace_id is None:
+        return
+
+    def run():
+        try:
+            relearn_if_rules_changed(workspace_id)
+        except Exception:  # noqa: BLE001 - the rule change stands; the page offers learning
+            log.exception("asking for a risk model after a rule change in workspace %s",
+                          workspace_id)
+
+    transaction.on_commit(run)
+
+
+def _rule_version_changed(sender, instance, **kwargs):
+    from studio.rules.models import Rule, VersionStatus
+
+    if kwargs.get("signal_name") == "save" and instance.status != VersionStatus.APPROVED:
+        return
+    rule = sender._meta.get_field("rule")
+    if rule.is_cached(instance):
+        _after_commit(instance.rule.workspace_id)
+    else:
+        _after_commit(Rule.objects.filter(pk=instance.rule_id)
+                      .values_list("workspace_id", flat=True).first())
+
+
+def _saved_version(sender, instance, **kwargs):
+    _rule_version_changed(sender, instance, signal_name="save")
+
+
+def _has_workspace(sender, instance, **kwargs):
+    _after_commit(getattr(instance, "workspace_id", None))
+
+
+def _members_changed(sender, instance, action, **kwargs):
+    if action in ("post_add", "post_remove", "post_clear"):
+        _after_commit(getattr(instance, "workspace_id", None))
+
+
+def connect_relearning() -> None:
+    """Connect the signals that ask for a model again when the live rules may have changed."""
+    from django.db.models.signals import m2m_changed, post_delete, post_save
+
+    from studio.rules.models import Rule, RuleSet
+
+    post_save.connect(_saved_version, sender=RuleVersion, dispatch_uid="guard-learn-version")
+    post_delete.connect(_rule_version_changed, sender=RuleVersion,
+                        dispatch_uid="guard-learn-del-version")
+    for model in (Rule, RuleSet):
+        post_save.connect(_has_workspace, sender=model,
+                          dispatch_uid=f"guard-learn-{model.__name__}")
+        post_delete.connect(_has_workspace, sender=model,
+                            dispatch_uid=f"guard-learn-del-{model.__name__}")
+    m2m_changed.connect(_members_changed, sender=RuleSet.rules.through,
+                        dispatch_uid="guard-learn-ruleset-rules")
+
+
+# ---------------------------------------------------------------------------------------------
+# A session's risk over time, for the page
+
+REPLAY_MAX_EVENTS = 2000   # longer sessions are not replayed for the page
+
+
+def session_risks(model: RiskModel, session_id: int, labeling, horizon: int) -> list:
+    """Per stored event of the session (at most REPLAY_MAX_EVENTS), the risk of breaking any
+    rule within ``horizon`` steps from the state it led to, as ``drawing.RiskPoint``."""
+    from studio.risk.predictor import ANY_RULE
+
+    from .drawing import RiskPoint
+
+    labelled, steps, previous = [], [], None
+    for row in _events([session_id]):
+        event = monitor_event(row)
+        labelled.append(labeling.label(event, previous))
+        steps.append(row[1])
+        previous = event
+    with live._MONITOR_LOCK:
+        trace = model.abstraction.session(labelled)[1:len(labelled) + 1]
+        answers = [model.answer(state, horizon) for state in trace]
+    rules = model.abstraction.rules
+    return [RiskPoint(step, answer.risk[ANY_RULE], answer.backed,
+                      [name for name, v in zip(rules, state.violated) if v])
+            for step, state, answer in zip(steps, trace, answers)]

@@ -1,0 +1,12 @@
+"""The risk model page and its parts (mounted at the site root by studio/web/urls.py)."""
+
+from django.urls import path
+
+from . import views
+
+urlpatterns = [
+    path("w/<slug:slug>/guard/model", views.model_page, name="guard_model"),
+    path("w/<slug:slug>/guard/model/progress", views.model_progress,
+         name="guard_model_progress"),
+    path("w/<slug:slug>/guard/model/learn", views.learn_again, name="guard_model_learn"),
+]

@@ -1,0 +1,139 @@
+"""The risk model page: the newest learned model of the workspace (status and progress, polled
+while it is learned), the model drawn, a button to learn it again, and each live session's risk
+over time under the model of the live rules."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.db.models import F
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST, require_safe
+
+from studio.live import services as live
+from studio.risk.guard import Policy
+from studio.rules.models import RuleVersion
+from studio.traces.models import TraceSession
+from studio.web.access import actor, workspace_page
+from studio.workspaces.models import Role
+
+from . import drawing, learning
+from .models import LearnedRiskModel, ModelStatus
+
+LIVE_SESSIONS_SHOWN = 10
+LEARNERS = (Role.AUTHOR, Role.ADMIN)
+
+
+def _policy(workspace) -> Policy:
+    try:
+        from .services import effective_policy
+    except ImportError:   # the guard service not there: its defaults
+        return Policy()
+    return effective_policy(workspace)
+
+
+def _newest(workspace) -> LearnedRiskModel | None:
+    learning.mark_stalled(workspace)
+    return (LearnedRiskModel.objects.filter(workspace=workspace).defer("model")
+            .select_related("requested_by").order_by("-id").first())
+
+
+def _versions_in_words(versions) -> list[str]:
+    numbers = dict(RuleVersion.objects.filter(id__in=[i for _, i in versions])
+                   .values_list("id", "number"))
+    return [f"{rule} v{numbers[i]}" if i in numbers else f"{rule} (a deleted version)"
+            for rule, i in versions]
+
+
+@login_required
+@require_safe
+def model_page(request: HttpRequest, slug: str):
+    workspace, roles = workspace_page(request, slug)
+    context = live.context_for(workspace)
+    policy = _policy(workspace)
+    newest = _newest(workspace)
+    drawn = (newest if newest is not None and newest.status == ModelStatus.READY else
+             LearnedRiskModel.objects.filter(workspace=workspace, status=ModelStatus.READY)
+             .defer("model").order_by("-finished_at", "-id").first())
+    page = {"workspace": workspace, "roles": roles, "newest": newest, "drawn": drawn,
+            "can_learn": bool(roles & set(LEARNERS)), "policy": policy,
+            "live_versions": _versions_in_words(context.versions_key),
+            "max_sessions": learning.max_sessions()}
+    if newest is not None:
+        page["newest_versions"] = _versions_in_words(newest.versions)
+    if drawn is not None:
+        model = learning.load_model(drawn.pk)
+        page.update({"picture": drawing.draw_model(model),
+                     "drawn_versions": _versions_in_words(drawn.versions),
+                     "drawn_is_live": learning._key(drawn.versions) == context.versions_key,
+                     "rules": model.abstraction.rules, "epsilon": model.epsilon,
+                     "delta": model.delta})
+    page["sessions"], page["sessions_more"], page["risk_note"] = _live_risks(
+        workspace, context, policy)
+    return render(request, "guard/model.html", page)
+
+
+def _live_risks(workspace, context, policy) -> tuple[list[dict], int, str]:
+    sessions = (TraceSession.objects.filter(workspace=workspace, source=live.SOURCE_LIVE)
+                .order_by(F("last_event_at").desc(nulls_last=True), "-id"))
+    total = sessions.count()
+    if not total:
+        return [], 0, "No live session yet."
+    model = learning.current_model(workspace, context.versions_key) if context.versions else None
+    if model is None:
+        return [], total, ("No model is ready for the live rules yet, so no session's risk can "
+                           "be estimated.")
+    out = []
+    for session in sessions[:LIVE_SESSIONS_SHOWN]:
+        row = {"session": session}
+        if session.steps > learning.REPLAY_MAX_EVENTS:
+            row["note"] = (f"{session.steps} events: longer than the "
+                           f"{learning.REPLAY_MAX_EVENTS} replayed here.")
+        else:
+            try:
+                points = learning.session_risks(model, session.pk, context.labeling,
+                                                policy.horizon)
+            except learning.LLMError as exc:
+                row["note"] = f"A labeler could not label its events ({exc.message})."
+            else:
+                words = drawing.risk_words(points, policy.threshold, policy.horizon)
+                row.update({"chart": drawing.draw_risk(points, policy.threshold,
+                                                       " ".join(words)),
+                            "words": words})
+        out.append(row)
+    return out, max(0, total - len(out)), ""
+
+
+@login_required
+@require_safe
+def model_progress(request: HttpRequest, slug: str):
+    """The polled status of the newest model; once it is no longer queued or running (or a
+    newer one appeared), the whole page is loaded again to draw it."""
+    workspace, roles = workspace_page(request, slug)
+    newest = _newest(workspace)
+    shown = request.GET.get("shown", "")
+    if newest is None or str(newest.pk) != shown or newest.status not in (
+            ModelStatus.QUEUED, ModelStatus.RUNNING):
+        response = HttpResponse(status=204)
+        response["HX-Refresh"] = "true"
+        return response
+    return render(request, "guard/model.html#progress",
+                  {"workspace": workspace, "newest": newest})
+
+
+@login_required
+@require_POST
+def learn_again(request: HttpRequest, slug: str):
+    workspace, roles = workspace_page(request, slug)
+    if not roles & set(LEARNERS):
+        raise PermissionDenied("learning a model needs the author or admin role")
+    try:
+        made = learning.request_model(workspace, actor(request), "asked for on the page")
+    except learning.NothingToLearn as exc:
+        messages.error(request, exc.message)
+    else:
+        made.refresh_from_db(fields=["status"])   # tasks run in-process may have finished it
+        messages.success(request, f"Risk model #{made.pk}: {made.get_status_display().lower()}.")
+    return redirect("guard_model", slug=slug)
