@@ -197,6 +197,24 @@ def _match_phrase(raws: list[_Raw], i: int, previous_kind: str | None):
     return None
 
 
+def _sentence_end(raws: list[_Raw], i: int) -> int:
+    return next((j for j in range(i, len(raws)) if raws[j].kind == "punct"
+                 and raws[j].text in ".;!?"), len(raws))
+
+
+def _participle_follows(raws: list[_Raw], i: int) -> bool:
+    """Whether a past participle comes at ``raws[i]`` ("been", "picked", "run", "verified"),
+    past an adverb or two ("already", "first")."""
+    for raw in raws[i:i + 3]:
+        if raw.kind != "word":
+            return False
+        if raw.key in ("already", "first", "previously", "successfully", "properly", "all"):
+            continue
+        return (raw.key == "been" or raw.key in lexicon.IRREGULAR_PARTICIPLES
+                or (len(raw.key) > 4 and raw.key.endswith("ed")))
+    return False
+
+
 def _counted_noun(raw: _Raw | None) -> bool:
     """"more than 3 login attempts": a plural noun after the number counts events, where
     "more than 5000 dollars" or "more than 5000 in one transfer" compares an amount."""
@@ -255,6 +273,26 @@ def lex(text: str) -> list[Token]:
             # "the agent must stop heating": no more heating from then on
             emitted.append(Token("NEVER", raw.text, raw.start))
             i += 1
+        elif (at_sentence_start and raw.kind == "word" and raw.key in ("to", "in order to")
+              and i + 1 < len(raws) and raws[i + 1].kind == "word"
+              and any(r.text == "," for r in raws[i:_sentence_end(raws, i)])):
+            # "To unlock the chest, the key must have been picked up": what must come before
+            # the unlocking; "To finish the task, the agent has to ...": only its purpose
+            comma = next(j for j in range(i, len(raws)) if raws[j].text == ",")
+            rest = raws[comma + 1:_sentence_end(raws, i)]
+            earlier = any(r.key in ("first", "earlier", "already", "beforehand", "previously",
+                                    "before")
+                          or (r.key == "have" and _participle_follows(rest, k + 1))
+                          for k, r in enumerate(rest))
+            if earlier:
+                emitted.append(Token("BEFORE", raw.text, raw.start))
+                i += 1
+            else:
+                for r in raws[i:comma + 1]:
+                    tokens.append(Token("DROP", r.text, r.start))
+                sentence_start = True
+                i = comma + 1
+                continue
         elif (not at_sentence_start and raw.kind == "word" and raw.key in ("while", "whilst")
               and i + 1 < len(raws) and raws[i + 1].kind in ("word", "quoted")):
             # "no flight may be booked while the passport is unverified": at every step where
@@ -333,6 +371,11 @@ def lex(text: str) -> list[Token]:
                     phrase = " ".join(r.key for r in covered)
                     emitted.append(Token("COMPARE", source, start,
                                          lexicon.COMPARISON_PHRASES[phrase]))
+                elif (spec == "REQUIRES" and " ".join(r.key for r in covered)
+                      in lexicon.PERFECT_MODALS and _participle_follows(raws, i + length)):
+                    # "the key must have been picked up": earlier than the step in question
+                    emitted.append(Token("MODAL", source, start))
+                    emitted.append(Token("PREVIOUSLY", source, start))
                 elif spec == "RATIONALE":
                     # A purpose clause runs to the end of the sentence or clause, and takes the
                     # comma that introduces it.
@@ -840,6 +883,9 @@ class _Tree(Transformer):
                                 [self._token(c[0])])
         return Precedence("only_after", rule.clause, c[1])
 
+    def immediately_before(self, c):
+        return Precedence("preceded_by_prev", c[2], c[0])
+
     def preceded_by_prev(self, c):
         return Precedence("preceded_by_prev", c[0], c[2])
 
@@ -1263,6 +1309,16 @@ class _Reader:
         if len(timing) == 2 and "ALWAYS" in names and not {"EVENTUALLY", "LATER"} & set(names):
             timing = [m for m in timing if m.name != "ALWAYS"]
             names = [m.name for m in timing]
+        # "before the session ends, the linter must have run at least once": "have run" only
+        # says the run comes first
+        if len(timing) >= 2 and "PREVIOUSLY" in names and (
+                {"EVENTUALLY", "AT_END"} | COUNTS) & set(names):
+            timing = [m for m in timing if m.name != "PREVIOUSLY"]
+            names = [m.name for m in timing]
+        # "at some point ... at least twice": the count covers the whole session
+        if len(timing) == 2 and "EVENTUALLY" in names and COUNTS & set(names):
+            timing = [m for m in timing if m.name != "EVENTUALLY"]
+            names = [m.name for m in timing]
         if not timing:
             if neg:
                 return _Rule(absence(f), "absence", p=f)
@@ -1611,6 +1667,13 @@ class _Reader:
         rule_node = node.rule
         if scope.kind == "global":
             return self.rule(rule_node)
+        if (scope.kind == "before" and isinstance(rule_node, Simple)
+                and rule_node.clause.has("PREVIOUSLY")
+                and not self.negative(rule_node.clause.mods)):
+            # "before measuring, the thermometer must have been picked up": precedence
+            clause = Clause([x for x in rule_node.clause.segments
+                             if not (isinstance(x, Mod) and x.name == "PREVIOUSLY")])
+            return self._precedence([self.subject(clause)], self.state(scope.args[0]))
         if (scope.kind == "after" and isinstance(rule_node, Simple)
                 and rule_node.clause.has("ONLY")):
             # "you may only ship after payment": precedence, not a scope.

@@ -45,10 +45,21 @@ _SYNONYMS = {
     "purchase": "buy",
     "pick": "take", "grab": "take", "collect": "take", "acquire": "take",
     "modify": "update", "change": "update", "edit": "update",
-    "create": "open", "file": "file", "submit": "submit",
+    "create": "open", "submit": "submit",
     "shut": "close", "end": "close", "lift": "close", "finish": "close",
     "escalate": "escalate", "handoff": "escalate",
     "cook": "heat", "warm": "heat",
+    "stock": "inventory",
+    "chart": "record", "file": "record", "dossier": "record",
+    "coupon": "coupon", "voucher": "coupon", "discount": "coupon",
+    "notification": "notify", "warn": "warning",
+    "dashboard": "metric", "monitor": "metric",
+    "terminate": "terminate", "fire": "terminate", "dismiss": "terminate",
+    "greet": "greeting", "hello": "greeting", "welcome": "greeting",
+    "handover": "handoff", "transfer_to": "handoff",
+    "prescription": "prescribe",
+    "trade": "order",
+    "commit": "commit",
 }
 
 

@@ -79,8 +79,13 @@ _add("FOLLOWED_BY_NEXT", "immediately followed by", "directly followed by",
      "followed immediately by", "followed directly by", "followed in the next step by")
 _add("BEFORE", "before", "prior to", "earlier than", "ahead of")
 _add("PREVIOUSLY", "previously", "earlier", "beforehand", "already", "at some earlier step",
-     "in the past")
+     "in the past", "at some earlier point", "at an earlier point", "at some earlier time",
+     "at an earlier step", "at some prior point", "earlier on", "at some point before")
 _add("AFTER", "after")
+# "the stock check has to happen right before an order is placed": at the step before it.
+_add("IMMEDIATELY_BEFORE", "immediately before", "right before", "just before",
+     "directly before", "immediately prior to", "right prior to", "just prior to",
+     "in the step before", "at the step before", "one step before")
 _add("ONLY_AFTER", "only after", "not until", "only once after")
 _add("UNTIL", "until", "till", "up to the point where", "from that point until")
 _add("UNTIL_AFTER", "until after")
@@ -202,6 +207,18 @@ _add("AT_START", "at the start", "at the beginning", "in the first step", "at th
 _add("REQUIRES", "require", "requires", "required", "need", "needs", "must have",
      "is conditional on", "are conditional on", "depends on", "depend on", "must be preceded by")
 _PHRASES["must be preceded by"] = "PRECEDED_BY"
+# "the key must have been picked up": before the step the sentence is about (with a participle
+# after it; "refunds must have approval" is a requirement).
+PERFECT_MODALS = frozenset({"must have", "should have", "has to have", "have to have",
+                            "needs to have", "need to have", "is required to have",
+                            "are required to have", "must already have", "should already have",
+                            "must first have", "must have already", "must have first",
+                            "ought to have", "shall have", "will have", "must previously have"})
+for _p in PERFECT_MODALS:
+    _PHRASES.setdefault(_p, "REQUIRES")
+_add("EVENTUALLY", "before wrapping up", "before finishing", "before signing off",
+     "before ending", "before closing out", "before it finishes", "before it ends",
+     "before handing off", "before finishing up", "before the end of it")
 _add("DURING", "during")
 _add("NEVER", "nobody may", "no one may", "nobody is allowed to", "no one is allowed to",
      "nobody should", "no one should", "nobody can", "no one can", "nobody must",
