@@ -134,3 +134,38 @@ def test_violated_flags_are_numpy_friendly():
     rules = ruleset(RULE_SETS[0])
     trace = Abstraction(rules).session([{"labels": ["pay"]}])
     assert np.array([s.violated for s in trace]).shape == (3, 2)
+
+
+def valid_by_definition(abstraction, states):
+    """The definition read directly: i -> j is valid when some allowed label set steps i to j
+    (or j is the end that i reaches by ending)."""
+    index = {s: i for i, s in enumerate(states)}
+    out = np.zeros((len(states), len(states)), dtype=bool)
+    for i, state in enumerate(states):
+        if state.kind == "end":
+            continue
+        for labels in abstraction.candidate_label_sets(states):
+            j = index.get(abstraction.step(state, labels))
+            if j is not None:
+                out[i, j] = True
+        if abstraction.end_of_session and state.kind == "step":
+            j = index.get(abstraction.end(state))
+            if j is not None:
+                out[i, j] = True
+    return out
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.sampled_from(range(len(RULE_SETS))), st.lists(events, min_size=1, max_size=8),
+       st.sampled_from([None, ("pay",), ("ask", "answer")]), st.booleans())
+def test_valid_transitions_agree_with_the_definition(which, sessions, picked, exclude):
+    rules = ruleset(RULE_SETS[which])
+    readable = Abstraction(rules).readable
+    if picked is not None:
+        picked = [a for a in picked if a in readable]
+    exclusions = [("pay", "ask")] if exclude and {"pay", "ask"} <= set(readable) else []
+    abstraction = Abstraction(rules, atoms=picked, exclusions=exclusions)
+    traces = [abstraction.session(s) for s in sessions]
+    states = list(dict.fromkeys(s for t in traces for s in t))
+    fast = abstraction.valid_transitions(states).toarray().astype(bool)
+    assert (fast == valid_by_definition(abstraction, states)).all()
