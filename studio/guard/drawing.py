@@ -25,7 +25,7 @@ from django.utils.safestring import SafeString, mark_safe
 from studio.risk.predictor import RiskModel
 
 MAX_STATES = 60
-MIN_PROBABILITY = 0.05
+MIN_PROBABILITY = 0.10
 
 # Geometry, in SVG user units.
 MARGIN = 16
@@ -129,17 +129,20 @@ def draw_model(model: RiskModel) -> ModelDrawing:
         else:
             edges.append((i, j, p))
 
-    # Layers: breadth-first depth from the start over the drawn edges.
+    # Layers: breadth-first depth from the start over the transitions the sessions showed
+    # (between drawn states); within a layer, states near their predecessors (barycentres).
+    counts = model.chain.counts.tocoo()
+    observed: dict[int, list[int]] = {}
+    for i, j in zip(counts.row.tolist(), counts.col.tolist()):
+        if i != j and i in shown_set and j in shown_set:
+            observed.setdefault(i, []).append(j)
     depth: dict[int, int] = {}
     if start is not None:
         depth[start] = 0
-        out: dict[int, list[int]] = {}
-        for i, j, _ in edges:
-            out.setdefault(i, []).append(j)
         queue = deque([start])
         while queue:
             i = queue.popleft()
-            for j in out.get(i, ()):
+            for j in observed.get(i, ()):
                 if j not in depth:
                     depth[j] = depth[i] + 1
                     queue.append(j)
@@ -147,8 +150,18 @@ def draw_model(model: RiskModel) -> ModelDrawing:
     layers: dict[int, list[int]] = {}
     for i in shown:
         layers.setdefault(depth.get(i, last), []).append(i)
+    into: dict[int, list[int]] = {}
+    for i, targets in observed.items():
+        for j in targets:
+            into.setdefault(j, []).append(i)
     position = {}
-    for layer, members in layers.items():
+    for layer in sorted(layers):
+        members = layers[layer]
+        if layer > 0:
+            def centre(j, members=members):
+                above = [position[i][1] for i in into.get(j, ()) if i in position]
+                return (sum(above) / len(above) if above else float("inf"), -visits[j])
+            members.sort(key=centre)
         for k, i in enumerate(members):
             position[i] = (MARGIN + layer * COLUMN, MARGIN + 24 + k * ROW)
     width = MARGIN * 2 + (max(layers, default=0) + 1) * COLUMN
@@ -168,7 +181,7 @@ def draw_model(model: RiskModel) -> ModelDrawing:
              '<path d="M0,0 L10,5 L0,10 z" class="gm-arrowhead"/></marker></defs>']
     for layer in sorted(layers):
         label = "start" if layer == 0 else (f"{layer} step{'s' if layer != 1 else ''} in"
-                                             if layer < last else "not reached above")
+                                             if layer < last else "not reached from these")
         parts.append(f'<text class="gm-layer" x="{MARGIN + layer * COLUMN}" '
                      f'y="{MARGIN + 10}">{escape(label)}</text>')
 
@@ -177,6 +190,7 @@ def draw_model(model: RiskModel) -> ModelDrawing:
         x1, y1 = position[i]
         x2, y2 = position[j]
         title = escape(f"from state {i} to state {j}: {p:.3f}")
+        back = False
         if i == j:
             cx, cy = x1 + BOX_WIDTH - 30, y1
             path = (f"M{cx},{cy} C{cx - 10},{cy - 34} {cx + 34},{cy - 34} "
@@ -187,14 +201,22 @@ def draw_model(model: RiskModel) -> ModelDrawing:
             tx, ty = x2, y2 + BOX_HEIGHT / 2
             path = f"M{sx},{sy} L{tx},{ty}"
             lx, ly = sx + (tx - sx) * 0.35, sy + (ty - sy) * 0.35 - 3
+        elif x2 == x1:
+            # Within a layer: bow out into the gap on the right.
+            sx, sy = x1 + BOX_WIDTH, y1 + BOX_HEIGHT / 2 + 8
+            tx, ty = x2 + BOX_WIDTH, y2 + BOX_HEIGHT / 2 - 8
+            bulge = x1 + BOX_WIDTH + 30 + min(abs(ty - sy), ROW * 3) / 8
+            path = f"M{sx},{sy} C{bulge},{sy} {bulge},{ty} {tx},{ty}"
+            lx, ly = bulge - 6, (sy + ty) / 2
+            back = True
         else:
-            # Back, or within a layer: bow out below the boxes.
-            sx, sy = x1 + BOX_WIDTH / 2 + 20, y1 + BOX_HEIGHT
-            tx, ty = x2 + BOX_WIDTH / 2 - 20, y2 + BOX_HEIGHT
-            bend = max(sy, ty) + 26
-            path = f"M{sx},{sy} C{sx},{bend} {tx},{bend} {tx},{ty}"
-            lx, ly = (sx + tx) / 2, bend - 4
-        parts.append(f'<g class="gm-edge"><title>{title}</title>'
+            # Back to an earlier layer: from the left side to the earlier box's right side.
+            sx, sy = x1, y1 + BOX_HEIGHT / 2 + 12
+            tx, ty = x2 + BOX_WIDTH, y2 + BOX_HEIGHT / 2 + 12
+            path = f"M{sx},{sy} C{sx - 40},{sy} {tx + 40},{ty} {tx},{ty}"
+            lx, ly = sx - 24, sy - 4
+            back = True
+        parts.append(f'<g class="gm-edge{" gm-back" if back else ""}"><title>{title}</title>'
                      f'<path d="{path}" marker-end="url(#gm-arrow)"/>'
                      f'<text class="gm-edge-label" x="{lx:.1f}" y="{ly:.1f}">'
                      f'{escape(_percent(p))}</text></g>')
@@ -328,30 +350,40 @@ def draw_risk(points: list[RiskPoint], threshold: float, label: str) -> SafeStri
 
 
 def risk_words(points: list[RiskPoint], threshold: float, horizon: int) -> list[str]:
-    """The chart in sentences, for a compliance officer."""
+    """The chart in sentences, for a compliance officer, in the order things happened."""
     if not points:
         return ["No event yet."]
     within = f"within {horizon} step{'s' if horizon != 1 else ''}"
-    out = []
-    broken = next((p for p in points if p.broken), None)
+    bar = f"the guard's threshold is {_percent(threshold)}"
+    events: list[tuple[int, str]] = []
+    broken = next((k for k, p in enumerate(points) if p.broken), None)
     if broken is not None:
-        out.append(f"At step {broken.step} the session broke {', '.join(broken.broken)}.")
-    crossed = next((p for p in points if p.risk is not None and not p.broken
+        p = points[broken]
+        events.append((broken, f"At step {p.step} the session broke {', '.join(p.broken)}."))
+    crossed = next((k for k, p in enumerate(points) if p.risk is not None and not p.broken
                     and p.risk >= threshold), None)
     known = [p for p in points if p.risk is not None]
     if crossed is not None:
-        out.append(f"After step {crossed.step} the chance of breaking a rule {within} rose to "
-                   f"{_percent(crossed.risk)} (the guard's threshold is "
-                   f"{_percent(threshold)}).")
+        p = points[crossed]
+        verb = "was already" if crossed == 0 else "rose to"
+        events.append((crossed, f"After step {p.step} the chance of breaking a rule {within} "
+                                f"{verb} {_percent(p.risk)} ({bar})."))
+        below = next((k for k in range(crossed + 1, len(points))
+                      if points[k].risk is not None and points[k].risk < threshold), None)
+        if below is not None:
+            events.append((below, f"After step {points[below].step} it fell back below the "
+                                  f"threshold, to {_percent(points[below].risk)}."))
     elif known:
         top = max(known, key=lambda p: p.risk)
-        out.append(f"The chance of breaking a rule {within} stayed below the guard's threshold "
-                   f"({_percent(threshold)}); it was highest after step {top.step}, at "
-                   f"{_percent(top.risk)}.")
-    unknown = next((p for p in points if p.risk is None), None)
+        events.append((-1, f"The chance of breaking a rule {within} stayed below the guard's "
+                           f"threshold ({_percent(threshold)}); it was highest after step "
+                           f"{top.step}, at {_percent(top.risk)}."))
+    unknown = next((k for k, p in enumerate(points) if p.risk is None), None)
     if unknown is not None:
-        out.append(f"After step {unknown.step} the session reached a state the model never saw "
-                   "in the sessions it learned from, so it gives no estimate there.")
+        events.append((unknown, f"After step {points[unknown].step} the session reached a state "
+                                "the model never saw in the sessions it learned from, so it "
+                                "gives no estimate there."))
+    out = [sentence for _, sentence in sorted(events, key=lambda e: e[0])]
     last = points[-1]
     if last.risk is not None:
         out.append(f"Now, after step {last.step}, it is {_percent(last.risk)}.")

@@ -111,7 +111,7 @@ def test_the_drawing_caps_states_and_hides_small_edges(monkeypatch):
     assert picture.states_hidden == len(model.states) - drawing.MAX_STATES
     assert picture.rows[0].kind == "start"
     assert picture.edges_small + picture.edges_to_hidden > 0
-    assert str(picture.svg).count('class="gm-edge"') == picture.edges_drawn
+    assert str(picture.svg).count('<g class="gm-edge') == picture.edges_drawn
 
 
 def test_progress_is_polled_while_learning_and_the_page_reloads_once_done(team):
@@ -184,10 +184,14 @@ def test_risk_words_for_a_compliance_officer():
     words = drawing.risk_words(points, 0.3, 5)
     assert words[0] == ("After step 4 the chance of breaking a rule within 5 steps rose to 40% "
                         "(the guard's threshold is 30%).")
+    assert words[1] == "After step 5 it fell back below the threshold, to 5%." or \
+        "After step 6 it fell back below the threshold, to 5%." in words
     assert any("After step 5 the session reached a state the model never saw" in w
                for w in words)
     assert "Now, after step 6, it is 5%." in words
     assert any("fewer samples than the PAC bound" in w for w in words)
+    assert drawing.risk_words(points[2:3], 0.3, 5)[0].startswith(
+        "After step 4 the chance of breaking a rule within 5 steps was already 40%")
     calm = drawing.risk_words(points[:2], 0.3, 1)
     assert calm[0].startswith("The chance of breaking a rule within 1 step stayed below")
     chart = str(drawing.draw_risk(points, 0.3, "a <label>"))
