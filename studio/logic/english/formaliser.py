@@ -682,9 +682,17 @@ class _Tree(Transformer):
         self.antecedents: list[tuple[bool, tuple[Token, ...]]] = []
         self.clause_phrases: list[tuple[bool, tuple[Token, ...]]] = []   # (is an object, words)
 
-    def _referent(self, as_subject: bool) -> tuple[Token, ...]:
-        return (_pick_referent(self.antecedents, as_subject)
-                or _pick_referent(self.clause_phrases, as_subject))
+    def _referent(self, as_subject: bool, thing: bool = False) -> tuple[Token, ...]:
+        """The noun phrase a pronoun stands for; "it" (``thing``) never stands for a person
+        ("ask the user for the CVV ... repeat it": the CVV)."""
+        def fit(phrases):
+            if not thing:
+                return phrases
+            kept = [(o, w) for o, w in phrases
+                    if not any(str(t.value).lower() in lexicon.PERSONS for t in w)]
+            return kept or phrases
+        return (_pick_referent(fit(self.antecedents), as_subject)
+                or _pick_referent(fit(self.clause_phrases), as_subject))
 
     def _close_clause(self) -> None:
         if self.clause_phrases:
@@ -704,8 +712,9 @@ class _Tree(Transformer):
             if token.pronoun:
                 # The referent's words, without starting a noun phrase of their own here.
                 # ("It must run the tests": a subject naming nobody before it is the agent.)
+                thing = token.text.lower() == "it"
                 resolved.extend(replace(w, after_determiner=False, after_copula=False)
-                                for w in self._referent(as_subject=n == 0))
+                                for w in self._referent(as_subject=n == 0, thing=thing))
                 if n == 0 and len(c) > 1 and not self._referent(as_subject=True):
                     continue
             else:

@@ -226,6 +226,11 @@ _RESTRICTING = frozenset({"outside", "to", "in", "with", "from", "without", "dur
                           "on", "into", "within", "inside", "except", "beyond", "over", "under"})
 
 
+# Words after an event that qualify it: "as root", "anything poisonous", "for longer than".
+_QUALIFYING = re.compile(r"^(as|than|about|containing|including|unless|except)$"
+                         r"|.{3,}(ous|ful|ive|able|ible|less|ical|ic)$")
+
+
 def guess_kind(name: str, atom: str, leftover: list[str]) -> str | None:
     """How much of a guess grounding ``name`` as ``atom`` is, with ``leftover`` unmatched:
     "loose" when the entry has words the phrase lacks ("the review is approved" ->
@@ -240,7 +245,7 @@ def guess_kind(name: str, atom: str, leftover: list[str]) -> str | None:
         return "loose"
     last_matched = max((k for k, w in enumerate(stems) if w in entry), default=-1)
     after = [w.lower() for w in raw[last_matched + 1:]]
-    if any(w in _RESTRICTING for w in after) or any(
+    if any(w in _RESTRICTING or _QUALIFYING.search(w) for w in after) or any(
             w.lower().startswith(("un", "non")) and _stem(w) in leftover and len(w) > 5
             for w in raw):
         return "restricting"
@@ -429,6 +434,14 @@ def ground(f: Formula, invented: list[str], vocabulary, words_left: str = "drop"
                                 if w and _STEMMED_SYNONYMS.get(_stem(w), _stem(w)) in leftover)
                 rest = rest or "_".join(leftover)
                 mapping.append(Grounding(phrase, grounded.text, True))
+                # the qualifier may be a state the logs record ("anything poisonous" ->
+                # ``item_poisonous``)
+                states = [a for a in atoms if not a.startswith(("tool_call:", "role:"))]
+                state = ground_atom(rest, states) if states else None
+                if state is not None:
+                    mapping.append(Grounding(rest.replace("_", " "), state, True))
+                    changed[name] = fm.And(grounded, fm.Atom(state))
+                    continue
                 mapping.append(Grounding(rest.replace("_", " "), rest, False))
                 changed[name] = fm.And(grounded, fm.Atom(rest))
                 continue

@@ -287,6 +287,11 @@ LONGEST_PHRASE = max(len(p.split()) for p in list(PHRASES) + list(COMPARISON_PHR
 DETERMINERS = frozenset({"the", "a", "an", "this", "that", "these", "those", "its", "their",
                          "your", "my", "our", "his", "her", "some", "such"})
 PRONOUNS = frozenset({"it", "them"})
+# Nouns for people: "it" does not stand for them.
+PERSONS = frozenset({"user", "users", "customer", "customers", "client", "agent", "assistant",
+                     "manager", "person", "patient", "player", "admin", "human", "traveller",
+                     "traveler", "candidate", "employee", "doctor", "caller", "someone",
+                     "pharmacist", "physician", "operator", "reviewer", "owner", "member"})
 PREPOSITIONS = frozenset({"to", "into", "in", "at", "from", "on", "onto", "through", "with",
                           "of", "out", "inside", "toward", "towards", "via", "by", "for"})
 
