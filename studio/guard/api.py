@@ -56,6 +56,9 @@ class GuardOut(Schema):
     inject: str | None = Field(description="inject: the text to add to the prompt")
     model: str | None = Field(description="switch: the safer model")
     poll: str | None = Field(description="ask_human: where to wait for the answer")
+    max_resamples: int = Field(description="resamples (or re-prompts) of one step before the "
+                                           "policy's fallback")
+    learned_model: bool = Field(description="a learned risk model of the live rules was used")
 
 
 _GUARD_BODY = {

@@ -2,11 +2,14 @@
 
 from django.urls import path
 
-from . import views
+from . import decision_pages, views
 
 urlpatterns = [
     path("w/<slug:slug>/guard/model", views.model_page, name="guard_model"),
     path("w/<slug:slug>/guard/model/progress", views.model_progress,
          name="guard_model_progress"),
     path("w/<slug:slug>/guard/model/learn", views.learn_again, name="guard_model_learn"),
+    path("w/<slug:slug>/guard/pending", decision_pages.pending, name="guard_pending"),
+    path("w/<slug:slug>/guard/decisions/<int:pk>/answer", decision_pages.answer,
+         name="guard_answer"),
 ]

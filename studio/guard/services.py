@@ -305,6 +305,8 @@ def guard(workspace: Workspace, session_external_id: str, document: Any, actor=N
     answer["session"] = session
     answer["steps"] = now.steps
     answer["learned_model"] = model is not None
+    # The agent's loop needs the limit to count its own resamples against.
+    answer["max_resamples"] = policy.max_resamples
     decision_id = request.decision_id or uuid.uuid4().hex
     pending = decision.decision == ASK_HUMAN
     answer["poll"] = _poll_path(workspace, session, decision_id) if pending else None

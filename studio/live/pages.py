@@ -21,6 +21,8 @@ from studio.monitor.verdicts import effective_counting, session_verdict, verdict
 from studio.traces.models import TraceSession
 from studio.web.access import workspace_page
 
+from studio.guard.decision_pages import pending_context
+
 from . import services
 
 SESSIONS_PER_PAGE = 25
@@ -71,6 +73,7 @@ def live(request: HttpRequest, slug: str):
         "check_url": request.build_absolute_uri(events_path.removesuffix("events") + "check"),
         "otlp_url": request.build_absolute_uri(reverse("otlp-traces")),
     })
+    context.update(pending_context(context["workspace"], context["roles"]))
     return render(request, "live/page.html", context)
 
 

@@ -89,6 +89,7 @@ def test_a_safe_step_is_allowed_and_nothing_is_stored(agent, workspace):
     body = answer.json()
     assert body["decision"] == "allow" and body["status"] == "decided"
     assert body["predictor"] == "exact" and body["backed"] is True
+    assert body["max_resamples"] == 3 and body["learned_model"] is False
     assert set(body["risk"]) == {name for name, _ in RULES}
     assert not TraceSession.objects.filter(workspace=workspace, external_id="s1").exists()
 
@@ -246,3 +247,25 @@ def test_a_guard_question_without_credentials_is_401(agent):
     answer = agent.client.post(agent.url("s1", "guard"), data=json.dumps({"event": PAY}),
                                content_type="application/json")
     assert answer.status_code == 401
+
+
+def test_the_live_page_shows_a_question_in_words_and_a_reviewer_answers_it(
+        agent, staff, workspace, ruleset):
+    set_policy(staff, workspace, ruleset, {"interventions": {"no_delete": "ask_human"}})
+    ask(agent, "s10", {"event": {"output": {"tool": "delete", "args": {"what": "<b>db</b>"}}},
+                       "decision_id": "q"})
+    page = staff.get(f"/w/{workspace.slug}/live/").content.decode()
+    assert "Waiting for a person (1)" in page
+    assert "Session s10" in page and "wants to call delete with" in page
+    assert "&lt;b&gt;db&lt;/b&gt;" in page and "<b>db</b>" not in page
+    assert "This step would violate no_delete" in page
+    assert "Still owed:" in page
+    pk = guard_services.pending_decisions(workspace)[0].pk
+    answered = staff.post(f"/w/{workspace.slug}/guard/decisions/{pk}/answer",
+                          {"answer": "deny", "note": "not in production"},
+                          headers={"HX-Request": "true"})
+    assert answered.status_code == 200
+    assert "Denied: the agent in session s10 stops." in answered.content.decode()
+    assert poll(agent, "s10", "q").json()["status"] == "denied"
+    again = staff.post(f"/w/{workspace.slug}/guard/decisions/{pk}/answer", {"answer": "approve"})
+    assert again.status_code == 302
