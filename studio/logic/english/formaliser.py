@@ -246,6 +246,13 @@ def lex(text: str) -> list[Token]:
             i = end
             continue
         at_sentence_start, sentence_start = sentence_start, False
+        if (at_sentence_start and raw.kind == "word" and raw.key in ("period", "absolutely")
+                and (i + 1 == len(raws) or raws[i + 1].text in ".!")):
+            # "Never drop a production database. Period.": emphasis, no rule
+            tokens.append(Token("DROP", raw.text, raw.start))
+            sentence_start = True
+            i += 1
+            continue
         if at_sentence_start and raw.kind == "word" and raw.key == "once":
             # "Once the session is closed, ...": from then on.
             emitted.append(Token("AFTER", raw.text, raw.start))
@@ -272,6 +279,28 @@ def lex(text: str) -> list[Token]:
               and i + 1 < len(raws) and raws[i + 1].key.endswith("ing")):
             # "the agent must stop heating": no more heating from then on
             emitted.append(Token("NEVER", raw.text, raw.start))
+            i += 1
+        elif (raw.kind == "word" and raw.key == "first" and tokens
+              and (i + 1 == len(raws) or raws[i + 1].text in ".;,!")):
+            # "the agent must log in first": at the start; "any withdrawal has to be confirmed
+            # by the customer first": before it; "requires approval first": already said
+            here = tokens[next((k for k in range(len(tokens) - 1, -1, -1)
+                                if tokens[k].kind == "SEP"), -1) + 1:]
+            if any(t.kind in ("REQUIRES", "WITHOUT", "BEFORE", "ONLY_AFTER", "PREVIOUSLY",
+                              "IMMEDIATELY_BEFORE", "PRECEDED_BY", "TRIGGER", "AFTER",
+                              "UNLESS", "UNTIL", "ONLY_IF")
+                   for t in here):
+                tokens.append(Token("DROP", raw.text, raw.start))
+                i += 1
+                continue
+            passive = any(t.kind == "WORD" and t.after_copula and _is_participle(t)
+                          for t in here)
+            emitted.append(Token("PREVIOUSLY" if passive else "AT_START", raw.text, raw.start))
+            i += 1
+        elif (at_sentence_start and raw.kind == "word" and raw.key == "any"
+              and i + 1 < len(raws) and raws[i + 1].kind == "word"):
+            # "Any withdrawal over 1000 has to be confirmed": every one
+            emitted.append(Token("EVERY", raw.text, raw.start))
             i += 1
         elif (at_sentence_start and raw.kind == "word" and raw.key in ("to", "in order to")
               and i + 1 < len(raws) and raws[i + 1].kind == "word"
@@ -429,6 +458,12 @@ def lex(text: str) -> list[Token]:
             else:
                 emitted.append(Token("UNPLACEABLE", raw.text, raw.start))
                 i += 1
+        if (emitted and emitted[-1].kind == "STEPS" and i + 1 < len(raws)
+                and raws[i].key in ("of", "after", "following", "from")
+                and raws[i + 1].kind in ("word", "quoted")):
+            # "users must be notified within 5 steps of any account change": a response
+            emitted.append(Token("TRIGGER", raws[i].text, raws[i].start))
+            i += 1
         if (len(emitted) == 1 and emitted[0].kind == "NUM" and previous_kind in _COUNT_KINDS
                 and i < len(raws) and raws[i].kind in ("word", "quoted")
                 and _match_phrase(raws, i, "NUM") is None):
@@ -445,6 +480,13 @@ def lex(text: str) -> list[Token]:
     last = next((t for t in reversed(tokens) if t.kind != "DROP"), None)
     if last is not None and last.kind == "BEFORE":
         last.kind = "PREVIOUSLY"
+    # a sentence with nothing left in it ("Full stop.") leaves no empty sentence behind
+    previous = "SEP"
+    for t in tokens:
+        if t.kind == "SEP" and previous == "SEP":
+            t.kind = "DROP"
+        if t.kind != "DROP":
+            previous = t.kind
     return _opening_clause_commas(tokens)
 
 
@@ -1252,8 +1294,11 @@ class _Reader:
         happen = any(m.name == "HAPPEN" for m in mods)
         if not timing and default == "next":
             if neg and never:
-                # "as soon as P, stop Q" / "never Q": from that step on
-                return G(Not(f))
+                # "as soon as P, stop Q" / "never Q": from that step on, or the next
+                start = self.choose("after_step", [
+                    ("same", "the ban starts at the step of the event"),
+                    ("next", "the ban starts at the step after the event")])
+                return G(Not(f)) if start == "same" else WX(G(Not(f)))
             return WX(Not(f)) if neg else X(f)
         if (not timing and default == "now" and not neg and any(m.name == "MODAL" for m in mods)
                 and not any(m.name == "HOLD" for m in mods) and _names_an_action(clause)):
@@ -1293,7 +1338,11 @@ class _Reader:
             high = _bound(t, max(low, 1) if low else 0)
             return GBounded(low, high, Not(f)) if neg else FBounded(low, high, f)
         if name == "PREVIOUSLY":
-            return Not(Y(O(f))) if neg else Y(O(f))
+            how = self.choose("strict", [
+                ("strict", "the earlier event must be at a strictly earlier step"),
+                ("same", "the earlier event may be at the same step as the later one")])
+            earlier = Y(O(f)) if how == "strict" else O(f)
+            return Not(earlier) if neg else earlier
         if name == "AT_END":
             return F(And(Not(f) if neg else f, LAST_STEP))
         raise NotUnderstood(f"“{t.token.text}” cannot qualify what a trigger requires", [t.token])
@@ -1669,7 +1718,13 @@ class _Reader:
         if node.after:
             raise NotUnderstood("“until after” is read only with a prohibition (do not P until "
                                 "after Q)", [_first_token(node.right)])
-        return _Rule(U(left, right))
+        # "the light must stay on until the door is closed": the door may never close (the
+        # state then lasts), or must close; a lasting state ("stay", "remain") reads weak first
+        choices = [("strong", "the releasing event must come"),
+                   ("weak", "the state lasts for the rest of the session if the releasing "
+                            "event never comes")]
+        how = self.choose("until_top", choices[::-1] if node.left.has("HOLD") else choices)
+        return _Rule(U(left, right) if how == "strong" else W(left, right))
 
     def scoped(self, node: Scoped) -> _Rule:
         scope = node.scope

@@ -98,6 +98,9 @@ _STEMMED_GENERIC = frozenset(_STEMMED_SYNONYMS.get(_stem(w), _stem(w)) for w in 
 def words_of(name: str) -> list[str]:
     """The canonical words of an atom name or phrase (``tool_call:`` and actors left out)."""
     name = re.sub(r"^(tool_call|tool|role|stop_reason|event|action):", "", name)
+    # "log in" is the login, "sign out" the logout
+    name = re.sub(r"(?i)(?<![a-z])(log|sign)[_\s]?(in|on)(?![a-z])", "login", name)
+    name = re.sub(r"(?i)(?<![a-z])(log|sign)[_\s]?(out|off)(?![a-z])", "logout", name)
     out = []
     for raw in re.split(r"[_:.\-\s]+", name):
         if not raw or raw.isdigit():

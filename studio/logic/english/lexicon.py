@@ -145,7 +145,10 @@ _add("DROP", "at step t", "at time t", "at time step t", "at that step", "at any
      "ever", "any", "other", "things", "thing", "something",
      "anything", "everything", "please", "directly", "there", "yourself", "itself",
      "being", "am", "do", "does", "did", "has", "have", "had", "you", "we", "they", "he",
-     "she", "i", "more", "longer")
+     "she", "i", "more", "longer", "you've", "they've", "we've", "i've", "you'd", "they'd",
+     "anybody", "anyone", "very", "actually", "really", "explicitly", "properly",
+     "successfully", "full stop", "no exceptions", "without exception", "no matter what",
+     "in all cases", "in any case")
 # "Every request must be answered": the subject is a trigger, the predicate what it requires.
 _add("EVERY", "every", "each", "all")
 _add("MORE_THAN", "more than")
