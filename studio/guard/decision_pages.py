@@ -34,7 +34,7 @@ def _action(event) -> str:
     return text[:ARGS_SHOWN] + ("…" if len(text) > ARGS_SHOWN else "")
 
 
-def pending_context(workspace, roles) -> dict:
+def pending_context(workspace, roles, poll: bool = True) -> dict:
     rows = []
     for row in services.pending_decisions(workspace):
         rows.append({"row": row, "action": _action(row.proposed),
@@ -43,7 +43,7 @@ def pending_context(workspace, roles) -> dict:
                                                      else round(rule["risk"] * 100))}
                                for rule in row.answer.get("rules_at_risk", [])],
                      "default": row.answer.get("human_default") or "stop"})
-    return {"workspace": workspace, "pending": rows,
+    return {"workspace": workspace, "pending": rows, "poll": poll,
             "may_answer": Role.REVIEWER in roles}
 
 

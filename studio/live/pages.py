@@ -73,7 +73,7 @@ def live(request: HttpRequest, slug: str):
         "check_url": request.build_absolute_uri(events_path.removesuffix("events") + "check"),
         "otlp_url": request.build_absolute_uri(reverse("otlp-traces")),
     })
-    context.update(pending_context(context["workspace"], context["roles"]))
+    context.update(pending_context(context["workspace"], context["roles"], context["auto"]))
     return render(request, "live/page.html", context)
 
 
