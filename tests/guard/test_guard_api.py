@@ -269,3 +269,40 @@ def test_the_live_page_shows_a_question_in_words_and_a_reviewer_answers_it(
     assert poll(agent, "s10", "q").json()["status"] == "denied"
     again = staff.post(f"/w/{workspace.slug}/guard/decisions/{pk}/answer", {"answer": "approve"})
     assert again.status_code == 302
+
+
+def test_the_learned_model_predicts_a_violation_before_the_step_that_makes_it(
+        agent, staff, workspace, owner):
+    """Sessions where opening the console is followed by a deletion 4 times in 5: the step
+    that opens the console is not a violation, but the learned risk of one is
+    about 0.8 within the default horizon of 5 - the guard intervenes before it, saying the
+    DTMC decided."""
+    import random
+
+    from studio.guard import learning
+
+    approve(workspace, owner, "console_logged", "G(tool_call:console -> F tool_call:log)")
+    rng = random.Random(7)
+    console = {"output": {"tool": "console", "args": {}}}
+    log = {"output": {"tool": "log", "args": {}}}
+    for s in range(60):
+        events = [PAY, console] + ([DELETE] if rng.random() < 0.8 else [LOOK]) + [log]
+        agent.post(f"learn-{s}", events)
+        agent.client.post(agent.url(f"learn-{s}", "end"), data="",
+                          content_type="application/json",
+                          headers={"Authorization": f"Bearer {agent.token}"})
+    made = learning.request_model(workspace, None, "test")
+    assert learning.learn_model(made.pk) in ("ready", "gone")
+    made.refresh_from_db()
+    assert made.status == "ready", made.error
+    learning.clear_caches()
+    agent.post("live-1", [PAY])
+    body = ask(agent, "live-1", {"event": console}).json()
+    assert body["learned_model"] is True
+    assert body["predictor"] == "dtmc"
+    assert 0.6 < body["risk"]["no_delete"] < 0.95
+    assert body["decision"] == "resample"
+    assert body["backed"] is False     # 60 sessions are far fewer than the PAC bound asks
+    # Proposing the harmless step instead: the learned risk stays low.
+    calm = ask(agent, "live-1", {"event": LOOK}).json()
+    assert calm["decision"] == "allow"
