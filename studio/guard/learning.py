@@ -17,8 +17,9 @@ failed (the reason says so) once it is older than ``GUARD_MODEL_STALL_SECONDS``,
 the next request looks at it; learning again is one click, or the next change of the live rules.
 
 The live rules changing (a rule set marked live or not, its rules changed, a version approved, a
-rule renamed or deleted) asks for a model again after the commit, for workspaces that have
-learned one before (``connect_relearning``, called from the app's ``ready``).
+rule renamed or deleted), or the labelers, asks for a model again after the commit, for
+workspaces that have learned one before (``connect_relearning``, called from the app's
+``ready``).
 
 ``current_model`` is what the guard asks on every request: a dictionary lookup once the model is
 loaded, with the "which model is newest" query made at most once per
@@ -156,6 +157,11 @@ class _Failed(Exception):
     """A reason to fail that is already worded for a person."""
 
 
+class ModelUnreadable(Exception):
+    """A stored model that cannot be loaded (its rule versions deleted, or data this version
+    does not read); the message says why, for a person."""
+
+
 def learn_model(record_id: int) -> str:
     """Learn the model of record ``record_id``.  Returns "ready", "failed" or "gone" (not
     queued: already learned, failed, running elsewhere or deleted - nothing done)."""
@@ -285,7 +291,9 @@ def current_model(workspace: Workspace, versions_key) -> RiskModel | None:
     """The newest ready model learned for exactly these rule versions (``[[rule, version id],
     ...]``, as ``Context.versions_key``), or None.  Loaded once per process and kept (by record
     id); which record is newest is asked at most once per ``GUARD_MODEL_CHECK_SECONDS``.  Its
-    risks are solved when first asked, per rule and horizon (``RiskModel.risks``), and kept."""
+    risks are solved when first asked, per rule and horizon (``RiskModel.risks``), and kept.
+    A stored model that cannot be loaded counts as none (logged once): the guard goes on with
+    its other predictors."""
     key = (workspace.pk, tuple(map(tuple, _key(versions_key))))
     now = time.monotonic()
     with _LOCK:
@@ -304,33 +312,50 @@ def current_model(workspace: Workspace, versions_key) -> RiskModel | None:
         model = _MODELS.get(pk)
         if model is not None:
             _MODELS.move_to_end(pk)
-            return model
-    model = load_model(pk)
+            return model if model is not _UNREADABLE else None
+    try:
+        model = load_model(pk)
+    except ModelUnreadable as exc:
+        log.warning("risk model %s cannot be loaded: %s", pk, exc)
+        model = _UNREADABLE
     with _LOCK:
         model = _MODELS.setdefault(pk, model)
         while len(_MODELS) > _MODELS_MAX:
             _MODELS.popitem(last=False)
-    return model
+    return model if model is not _UNREADABLE else None
+
+
+_UNREADABLE = object()   # in _MODELS: a record whose model cannot be loaded
 
 
 def load_model(pk: int) -> RiskModel:
-    """The stored model of ready record ``pk`` (not cached; ``current_model`` caches)."""
+    """The stored model of ready record ``pk`` (kept once ``current_model`` has loaded it).
+    ``ModelUnreadable`` when it cannot be loaded."""
     with _LOCK:
         found = _MODELS.get(pk)
-    if found is not None:
+    if found is not None and found is not _UNREADABLE:
         return found
     versions, data = LearnedRiskModel.objects.values_list("versions", "model").get(pk=pk)
-    ruleset = ruleset_of(versions)
-    with live._MONITOR_LOCK:
-        return RiskModel.from_json(data, ruleset)
+    try:
+        ruleset = ruleset_of(versions)
+        with live._MONITOR_LOCK:
+            return RiskModel.from_json(data, ruleset)
+    except _Failed as exc:
+        raise ModelUnreadable(str(exc)) from None
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
+        raise ModelUnreadable(f"the stored model does not read as one ({type(exc).__name__}: "
+                              f"{exc})") from None
 
 
 # ---------------------------------------------------------------------------------------------
 # Learning again when the live rules change
 
-def relearn_if_rules_changed(workspace_id: int) -> LearnedRiskModel | None:
+def relearn_if_rules_changed(workspace_id: int, labelers: bool = False
+                             ) -> LearnedRiskModel | None:
     """After a change to rules or rule sets: if the workspace has learned a model before and the
-    newest one (whatever its status) is for other versions than the live ones, ask for one."""
+    newest one (whatever its status) is for other versions than the live ones, ask for one.
+    After a change to labelers (``labelers``), ask for one whatever the versions: the same rules
+    now read other atoms.  (One already queued or running for the live versions is the one.)"""
     newest = (LearnedRiskModel.objects.filter(workspace_id=workspace_id).order_by("-id")
               .values_list("versions", flat=True).first())
     if newest is None:
@@ -339,21 +364,22 @@ def relearn_if_rules_changed(workspace_id: int) -> LearnedRiskModel | None:
     if workspace is None:
         return None
     key = _key((v.rule, v.id) for v in live.live_versions(workspace))
-    if not key or key == _key(newest):
+    if not key or (key == _key(newest) and not labelers):
         return None
     try:
-        return request_model(workspace, None, "the live rules changed")
+        return request_model(workspace, None, "the labelers changed" if labelers
+                             else "the live rules changed")
     except NothingToLearn:
         return None
 
 
-def _after_commit(workspace_id: int | None) -> None:
+def _after_commit(workspace_id: int | None, labelers: bool = False) -> None:
     if workspace_id is None:
         return
 
     def run():
         try:
-            relearn_if_rules_changed(workspace_id)
+            relearn_if_rules_changed(workspace_id, labelers)
         except Exception:  # noqa: BLE001 - the rule change stands; the page offers learning
             log.exception("asking for a risk model after a rule change in workspace %s",
                           workspace_id)
@@ -382,6 +408,10 @@ def _has_workspace(sender, instance, **kwargs):
     _after_commit(getattr(instance, "workspace_id", None))
 
 
+def _labeler_changed(sender, instance, **kwargs):
+    _after_commit(instance.workspace_id, labelers=True)
+
+
 def _members_changed(sender, instance, action, **kwargs):
     if action in ("post_add", "post_remove", "post_clear"):
         _after_commit(getattr(instance, "workspace_id", None))
@@ -391,7 +421,7 @@ def connect_relearning() -> None:
     """Connect the signals that ask for a model again when the live rules may have changed."""
     from django.db.models.signals import m2m_changed, post_delete, post_save
 
-    from studio.rules.models import Rule, RuleSet
+    from studio.rules.models import Labeler, Rule, RuleSet
 
     post_save.connect(_saved_version, sender=RuleVersion, dispatch_uid="guard-learn-version")
     post_delete.connect(_rule_version_changed, sender=RuleVersion,
@@ -403,6 +433,8 @@ def connect_relearning() -> None:
                             dispatch_uid=f"guard-learn-del-{model.__name__}")
     m2m_changed.connect(_members_changed, sender=RuleSet.rules.through,
                         dispatch_uid="guard-learn-ruleset-rules")
+    post_save.connect(_labeler_changed, sender=Labeler, dispatch_uid="guard-learn-labeler")
+    post_delete.connect(_labeler_changed, sender=Labeler, dispatch_uid="guard-learn-del-labeler")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -64,12 +64,15 @@ def model_page(request: HttpRequest, slug: str):
     if newest is not None:
         page["newest_versions"] = _versions_in_words(newest.versions)
     if drawn is not None:
-        model = learning.load_model(drawn.pk)
-        page.update({"picture": drawing.draw_model(model),
-                     "drawn_versions": _versions_in_words(drawn.versions),
-                     "drawn_is_live": learning._key(drawn.versions) == context.versions_key,
-                     "rules": model.abstraction.rules, "epsilon": model.epsilon,
-                     "delta": model.delta})
+        page.update({"drawn_versions": _versions_in_words(drawn.versions),
+                     "drawn_is_live": learning._key(drawn.versions) == context.versions_key})
+        try:
+            model = learning.load_model(drawn.pk)
+        except learning.ModelUnreadable as exc:
+            page["unreadable"] = str(exc)
+        else:
+            page.update({"picture": drawing.draw_model(model), "epsilon": model.epsilon,
+                         "delta": model.delta})
     page["sessions"], page["sessions_more"], page["risk_note"] = _live_risks(
         workspace, context, policy)
     return render(request, "guard/model.html", page)

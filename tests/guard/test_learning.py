@@ -27,7 +27,7 @@ from studio.rules import services as rule_services
 from studio.rules.models import RuleSet, RuleVersion
 from studio.traces.models import TraceSession
 from studio.workspaces.models import AuditLogEntry
-from tests.audits.helpers import add_rule, add_sessions, make_team
+from tests.audits.helpers import add_labeler, add_rule, add_sessions, make_team
 
 RULES = [("approval", "G(pay -> O approved)"), ("reply", "G(ask -> F answer)")]
 ATOMS = ["pay", "approved", "ask", "answer", "other"]
@@ -257,6 +257,17 @@ def test_the_live_rules_changing_asks_for_a_model_again(team, learn,
     assert LearnedRiskModel.objects.count() == 4
 
 
+def test_a_labeler_changing_asks_for_a_model_again(team, learn,
+                                                   django_capture_on_commit_callbacks):
+    add_sessions(team, sessions(4))
+    first = learn(team)
+    with django_capture_on_commit_callbacks(execute=True):
+        add_labeler(team, "pay", "regex", {"path": "input", "pattern": "pay"})
+    second = LearnedRiskModel.objects.order_by("-id").first()
+    assert second.pk != first.pk and second.reason == "the labelers changed"
+    assert second.versions == first.versions and second.status == ModelStatus.READY
+
+
 def test_a_workspace_that_never_learned_a_model_is_not_made_to(
         team, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
@@ -295,6 +306,17 @@ def test_current_model_is_a_lookup_once_loaded(team, learn, django_assert_num_qu
     assert newer.pk != made.pk and newer.status == ModelStatus.READY
     fresh = learning.current_model(team.workspace, key)
     assert fresh is not model and fresh is learning.load_model(newer.pk)
+
+
+def test_a_model_that_cannot_be_loaded_counts_as_none(team, learn, caplog):
+    add_sessions(team, sessions(4))
+    made = learn(team)
+    learning.clear_caches()
+    LearnedRiskModel.objects.filter(pk=made.pk).update(model={**made.model, "format": 99})
+    assert learning.current_model(team.workspace, made.versions) is None
+    assert "cannot be loaded" in caplog.text
+    with pytest.raises(learning.ModelUnreadable, match="format"):
+        learning.load_model(made.pk)
 
 
 def test_current_model_checks_again_after_the_interval(team, learn, django_assert_num_queries):

@@ -97,6 +97,16 @@ def test_the_model_is_drawn_with_every_text_escaped(team, ready):
     assert "The drawn states as a table" in text
 
 
+def test_a_model_whose_rule_versions_are_gone_says_so(team, ready):
+    from studio.rules.models import RuleVersion
+
+    RuleVersion.objects.filter(rule__name="reply").delete()
+    learning.clear_caches()
+    text = client_for(team.auditor).get(url(team)).content.decode()
+    assert "It cannot be drawn: the rule versions this model is for no longer exist: reply" in text
+    assert "The live rules have changed since" in text
+
+
 def test_the_drawing_caps_states_and_hides_small_edges(monkeypatch):
     monkeypatch.setattr(drawing, "MAX_STATES", 12)
     rules = CompiledRules([("approval", "G(pay -> O approved)"), ("reply", "G(ask -> F answer)")])
