@@ -117,7 +117,7 @@ class NotUnderstood(Exception):
 _RAW = re.compile(r"""
     (?P<quoted>"[^"\n]*"|“[^”\n]*”|`[^`\n]*`)
   | (?P<stept>\b[tT]\s*\+\s*1\b)
-  | (?P<number>\$?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w])|\$?\d+(?:\.\d+)?(?![\w]))
+  | (?P<number>\$?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w])|\$?\d+(?:\.\d+)?[kKmM]?(?![\w]))
   | (?P<word>[\w][\w]*(?:[:.\-'’][\w]+)*(?:(?<=s)['’](?![\w]))?)
   | (?P<op>>=|<=|==|!=|=|>|<)
   | (?P<punct>[,;.:!?()])
@@ -158,6 +158,11 @@ def _raw_tokens(text: str) -> list[_Raw]:
 
 def _number(text: str):
     digits = text.lstrip("$").replace(",", "")
+    scale = {"k": 1000, "m": 1000000}.get(digits[-1:].lower(), 1)
+    if scale != 1:
+        # "150k", "$2m"
+        value = float(digits[:-1]) * scale
+        return int(value) if value == int(value) else value
     return float(digits) if "." in digits else int(digits)
 
 
@@ -493,7 +498,7 @@ def lex(text: str) -> list[Token]:
 # Words that open a subordinate clause at the start of a sentence ("Once P, Q").
 _OPENERS = frozenset({"TRIGGER", "TRIGGER_NEXT", "AFTER", "WHILE", "UNLESS", "UNTIL", "BEFORE",
                       "DURING", "ONLY_AFTER"})
-_MAIN_VERBS = frozenset({"MODAL", "NOT", "NEVER", "FORBIDDEN", "ALWAYS", "REQUIRES"})
+_MAIN_VERBS = frozenset({"MODAL", "NOT", "NEVER", "FORBIDDEN", "ALWAYS", "REQUIRES", "HOLD"})
 _SUBJECT_PRONOUNS = frozenset({"you", "they", "we", "he", "she"})
 
 
@@ -509,7 +514,8 @@ def _opening_clause_commas(tokens: list[Token]) -> list[Token]:
         visible = [t for t in sentence if t.kind != "DROP"]
         if (visible and visible[0].kind in _OPENERS
                 and not any(t.kind in ("COMMA", "THEN") for t in visible)):
-            verb = next((k for k, t in enumerate(sentence) if t.kind in _MAIN_VERBS), None)
+            verb = next((k for k in range(len(sentence) - 1, -1, -1)
+                         if sentence[k].kind in _MAIN_VERBS), None)
             split = None
             previous = None
             for k, t in enumerate(sentence[:verb] if verb is not None else []):

@@ -46,7 +46,7 @@ _SYNONYMS = {
     "pick": "take", "grab": "take", "collect": "take", "acquire": "take",
     "modify": "update", "change": "update", "edit": "update",
     "create": "open", "submit": "submit",
-    "shut": "close", "end": "close", "lift": "close", "finish": "close",
+    "shut": "close", "end": "close", "lift": "close", "finish": "complete",
     "escalate": "escalate", "handoff": "escalate",
     "cook": "heat", "warm": "heat",
     "stock": "inventory",
@@ -234,25 +234,35 @@ _QUALIFYING = re.compile(r"^(as|than|about|containing|including|unless|except)$"
                          r"|.{3,}(ous|ful|ive|able|ible|less|ical|ic)$")
 
 
-def guess_kind(name: str, atom: str, leftover: list[str]) -> str | None:
+# Adjectives before a noun ("an international flight", "a foreign account").
+_ADJECTIVE = re.compile(r".{3,}(al|ous|ive|ic|ary|ble|ful|less|ern|ign|ese|ish|ent|ant)$")
+
+
+def guess_kind(name: str, atom: str, leftover: list[str]) -> frozenset:
     """How much of a guess grounding ``name`` as ``atom`` is, with ``leftover`` unmatched:
     "loose" when the entry has words the phrase lacks ("the review is approved" ->
-    ``tool_call:request_review``), "restricting" when a qualifier after the matched words may
-    restrict the event, None when the leftover only names its actor or object."""
+    ``tool_call:request_review``), "restricting" when a qualifier after the matched words
+    ("as root", "to an unverified account") or a word before them ("an international flight",
+    "no alcohol can go into the cart") may restrict the event; empty when the leftover only
+    names its actor or object."""
     if not leftover:
-        return None
+        return frozenset()
+    kinds = set()
     entry = set(words_of(atom))
     raw = [w for w in re.split(r"[_\s]+", name) if w]
     stems = [_STEMMED_SYNONYMS.get(_stem(w), _stem(w)) for w in raw]
     if entry - set(stems):
-        return "loose"
-    last_matched = max((k for k, w in enumerate(stems) if w in entry), default=-1)
+        kinds.add("loose")
+    matched = [k for k, w in enumerate(stems) if w in entry]
+    last_matched = max(matched, default=-1)
     after = [w.lower() for w in raw[last_matched + 1:]]
-    if any(w in _RESTRICTING or _QUALIFYING.search(w) for w in after) or any(
+    before = [w for k, w in enumerate(stems) if matched and k < last_matched and w in leftover
+              and _ADJECTIVE.search(raw[k].lower())]
+    if any(w in _RESTRICTING or _QUALIFYING.search(w) for w in after) or before or any(
             w.lower().startswith(("un", "non")) and _stem(w) in leftover and len(w) > 5
             for w in raw):
-        return "restricting"
-    return None
+        kinds.add("restricting")
+    return frozenset(kinds)
 
 
 # Tool arguments that hold the name of what the call acts on ("open the trapdoor", "go north",
@@ -425,14 +435,14 @@ def ground(f: Formula, invented: list[str], vocabulary, words_left: str = "drop"
         if grounded is None:
             mapping.append(Grounding(phrase, name, False))
             continue
-        kind = guess_kind(name, next((a.name for a in grounded.subformulas() if a.op == "atom"),
-                                     ""), leftover)
-        if kind is not None:
-            partial.add(kind)
+        kinds = guess_kind(name, next((a.name for a in grounded.subformulas()
+                                       if a.op == "atom"), ""), leftover)
+        if kinds:
+            partial.update(kinds)
             if words_left == "invent":
                 mapping.append(Grounding(phrase, name, False))
                 continue
-            if words_left == "keep" and kind == "restricting":
+            if words_left == "keep" and "restricting" in kinds:
                 rest = "_".join(w for w in re.split(r"[_\s]+", name)
                                 if w and _STEMMED_SYNONYMS.get(_stem(w), _stem(w)) in leftover)
                 rest = rest or "_".join(leftover)
@@ -444,6 +454,15 @@ def ground(f: Formula, invented: list[str], vocabulary, words_left: str = "drop"
                 if state is not None:
                     mapping.append(Grounding(rest.replace("_", " "), state, True))
                     changed[name] = fm.And(grounded, fm.Atom(state))
+                    continue
+                # or the value of the one argument the logs record as text ("an international
+                # flight" -> ``output.args.route_type == "international"``)
+                strings = [p for p in paths if p.startswith("output.args.")
+                           and "string" in _path_type(paths[p])]
+                if len(strings) == 1 and "_" not in rest:
+                    value = fm.Compare(("path", strings[0]), "==", ("const", rest.lower()))
+                    mapping.append(Grounding(rest, value.text, True))
+                    changed[name] = fm.And(grounded, value)
                     continue
                 mapping.append(Grounding(rest.replace("_", " "), rest, False))
                 changed[name] = fm.And(grounded, fm.Atom(rest))
