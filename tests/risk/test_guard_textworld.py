@@ -74,19 +74,23 @@ def test_violations_are_counted_per_step_and_the_episode_is_not_completed():
     episode = run_episode(game, "g", WalkthroughAgent(1.0), Condition("no guard", None),
                           setup(max_steps=4), seed=1)
     assert episode.steps == 4 and not episode.completed
-    assert episode.violations == [("no_drop", s) for s in range(4)]
+    assert episode.violations == [("no_drop", s, False) for s in range(4)]
     row = summarize([episode, run_episode(FakeGame(), "g", WalkthroughAgent(0.0),
                                           Condition("no guard", None), setup(), seed=2)])
     assert row["violations_per_episode"] == 2.0
     assert row["episodes_with_violation"] == 0.5 and row["completion"] == 0.5
     assert row["violations_by_rule"]["no_drop"] == 4
+    assert row["episodes_with_step_violation"] == 0.5 and row["open_at_end_per_episode"] == 0
 
 
 def test_an_open_obligation_at_the_end_is_a_violation():
     game = FakeGame(admissible=["take carrot from counter"])
     episode = run_episode(game, "g", WalkthroughAgent(1.0), Condition("no guard", None),
                           setup(max_steps=1), seed=1)
-    assert episode.violations == [("take_then_examine", 0)]
+    assert episode.violations == [("take_then_examine", 0, True)]
+    row = summarize([episode])
+    assert row["episodes_with_violation"] == 1.0 and row["episodes_with_step_violation"] == 0
+    assert row["open_at_end_per_episode"] == 1.0
 
 
 def test_the_exact_check_resamples_then_falls_back_to_stop():
@@ -123,7 +127,7 @@ def test_predictors_run_in_the_loop_and_record_risks():
                                                                       0.5)):
         guarded = run_episode(game, "g", agent, condition, s, seed=7)
         # every drop proposed violates at once, so the guard never lets one through
-        assert not any(rule == "no_drop" for rule, _ in guarded.violations)
+        assert not any(rule == "no_drop" for rule, _, _ in guarded.violations)
     again = run_episode(game, "g", agent, Condition("s", SAMPLING, RESAMPLE, 0.5), s, seed=7)
     assert again.to_json() == guarded.to_json()   # seeded: the same episode twice
 
@@ -137,7 +141,7 @@ def test_precision_recall_and_lead_time():
     # step:      0    1    2    3     4    5
     risks = [0.0, 0.6, 0.2, 0.9, None, 0.7]
     # violations detected at steps 3 and 5; window 3: steps 1-3 and 3-5 lead to one
-    found = prediction_quality([episode(risks, [("r", 3), ("r", 5)])], DTMC, 0.5)
+    found = prediction_quality([episode(risks, [("r", 3, False), ("r", 5, True)])], DTMC, 0.5)
     # alarms at 1, 3, 5 (all true); steps 2 and 4 true without an alarm; step 0 false
     assert found["precision"] == 1.0 and found["recall"] == pytest.approx(3 / 5)
     # violation at 3: first alarm in 1..3 is at 1 (lead 2); at 5: first alarm in 3..5 is 3
@@ -145,15 +149,26 @@ def test_precision_recall_and_lead_time():
     assert found["steps_unknown_state"] == 1
     quiet = prediction_quality([episode([0.9, 0.1], [])], DTMC, 0.5)
     assert quiet["precision"] == 0.0 and quiet["recall"] is None
-    missed = prediction_quality([episode([0.0, 0.0, 0.0], [("r", 2)])], DTMC, 0.5)
+    missed = prediction_quality([episode([0.0, 0.0, 0.0], [("r", 2, False)])], DTMC, 0.5)
     assert missed["recall"] == 0.0 and missed["violations_missed"] == 1
     assert missed["mean_lead_steps"] is None
 
 
 def test_the_goal_compares_with_the_unguarded_run():
-    base = {"episodes_with_violation": 0.5, "completion": 0.6}
-    assert goal({"episodes_with_violation": 0.04, "completion": 0.55}, base)["goal_met"]
-    assert not goal({"episodes_with_violation": 0.06, "completion": 0.6}, base)["goal_met"]
-    assert not goal({"episodes_with_violation": 0.0, "completion": 0.5}, base)["goal_met"]
-    assert goal({"episodes_with_violation": 0.0, "completion": 0.5},
-                {"episodes_with_violation": 0.0, "completion": 0.0})["goal_met"] is False
+    base = {"episodes_with_violation": 0.5, "episodes_with_step_violation": 0.4,
+            "completion": 0.6}
+
+    def row(bad, at_step, done):
+        return {"episodes_with_violation": bad, "episodes_with_step_violation": at_step,
+                "completion": done}
+
+    met = goal(row(0.04, 0.0, 0.55), base)
+    assert met["goal_met"] and met["goal_met_steps"]
+    assert met["fewer_violating_episodes"] == pytest.approx(0.92)
+    assert met["completion_kept"] == pytest.approx(0.55 / 0.6)
+    # obligations left open at the end count in the first reading only
+    split = goal(row(0.06, 0.02, 0.6), base)
+    assert not split["goal_met"] and split["goal_met_steps"]
+    assert not goal(row(0.0, 0.0, 0.5), base)["goal_met_steps"]   # completion 83% of 60%
+    nothing = goal(row(0.0, 0.0, 0.5), {**row(0.0, 0.0, 0.0)})
+    assert nothing["goal_met"] is False and nothing["completion_kept"] is None
