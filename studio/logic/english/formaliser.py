@@ -1698,7 +1698,11 @@ class _Reader:
             how = self.choose("strict", [
                 ("same", "the earlier event may be at the same step as the later one"),
                 ("strict", "the earlier event must be at a strictly earlier step")])
-            earlier = O(cause) if how == "same" else Y(O(cause))
+            # "unlocking requires both a verified identity and a completed challenge": each
+            # of them before it (one event a step: rarely both at one step)
+            causes = cause.args if cause.op == "and" and all(
+                c.op in ("atom", "not") for c in cause.args) else (cause,)
+            earlier = And(*[O(c) if how == "same" else Y(O(c)) for c in causes])
             return _Rule(G(Implies(effect, earlier)))
         if kind == "preceded_by_prev":
             return _Rule(G(Implies(self.state(node.first), Y(self.state(node.second)))))

@@ -245,14 +245,14 @@ def guess_kind(name: str, atom: str, leftover: list[str]) -> frozenset:
     ("as root", "to an unverified account") or a word before them ("an international flight",
     "no alcohol can go into the cart") may restrict the event; empty when the leftover only
     names its actor or object."""
-    if not leftover:
-        return frozenset()
     kinds = set()
     entry = set(words_of(atom))
     raw = [w for w in re.split(r"[_\s]+", name) if w]
     stems = [_STEMMED_SYNONYMS.get(_stem(w), _stem(w)) for w in raw]
-    if entry - set(stems):
+    if entry - set(words_of(name)):
         kinds.add("loose")
+    if not leftover:
+        return frozenset(kinds)
     matched = [k for k, w in enumerate(stems) if w in entry]
     last_matched = max(matched, default=-1)
     after = [w.lower() for w in raw[last_matched + 1:]]
@@ -420,6 +420,9 @@ def ground(f: Formula, invented: list[str], vocabulary, words_left: str = "drop"
                 mapping.append(Grounding(phrase, name, False))
             continue
         tied = ground_ties(name, atoms) if atoms else []
+        if len(tied) > 1 and len({words_of(t)[0] for t in tied if words_of(t)}) > 1:
+            # "the user asks for flights": as much a booking as a search, so neither is sure
+            partial.add("loose")
         if len(tied) > 1 and len({words_of(t)[0] for t in tied if words_of(t)}) == 1:
             # "no other booking": any of the entries the phrase names equally well, or (the
             # author picks) the first of them only

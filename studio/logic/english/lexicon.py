@@ -120,7 +120,10 @@ _add("MODAL", "must", "should", "shall", "has to", "have to", "needs to", "need 
      "is required to", "are required to", "ought to", "is expected to", "are expected to",
      "is obliged to", "are obliged to", "may", "can", "will", "is allowed to",
      "are allowed to", "is permitted to", "are permitted to", "is to", "are to", "would",
-     "is allowed", "are allowed", "is permitted", "are permitted")
+     "is allowed", "are allowed", "is permitted", "are permitted", "is responsible for",
+     "are responsible for", "is in charge of", "are in charge of", "is supposed to",
+     "are supposed to", "is obligated to", "are obligated to", "has got to", "have got to",
+     "got to", "gotta")
 _add("HAPPEN", "happen", "happens", "happened", "occur", "occurs", "occurred", "appear",
      "appears", "appeared", "take place", "takes place", "took place", "follow", "follows",
      "is done", "be done", "is performed", "be performed", "be observed", "is observed",
