@@ -21,7 +21,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from studio.api.core import PermissionDenied, ServiceError
@@ -251,13 +251,14 @@ def _sampled(context: live.Context, now: live.SessionNow, request: GuardRequest,
     return answer.risk
 
 
-def _requires(now: live.SessionNow, context: live.Context) -> dict[str, str]:
-    """Per rule, what it still requires before the proposed step, in words."""
+def _requires(now: live.SessionNow, context: live.Context):
+    """What a rule still requires before the proposed step, in words (asked only for the rules
+    at risk)."""
     if now.state is None:
         residuals = {rule.name: rule.formula for rule in context.ruleset.rules}
     else:
         residuals = {r["rule"]: r["trac"]["residual"] for r in now.state["rules"]}
-    return {name: residual_reading(residual) for name, residual in residuals.items()}
+    return lambda name: residual_reading(residuals[name]) if name in residuals else ""
 
 
 def _poll_path(workspace: Workspace, session: str, decision_id: str) -> str:
@@ -320,6 +321,13 @@ def guard(workspace: Workspace, session_external_id: str, document: Any, actor=N
                     if pending else None))
     try:
         with transaction.atomic():
+            if not pending and connection.vendor == "postgresql":
+                # A decision the agent has already acted on is a record, not a promise: it
+                # need not wait for the disk (a crash loses at most the last moment's records;
+                # the agent's events, stored by the events route, are durable).  A question for
+                # a person is durable: someone will answer it.
+                with connection.cursor() as cursor:
+                    cursor.execute("SET LOCAL synchronous_commit TO OFF")
             row.save()
             if pending:
                 record(workspace, actor, "guard.asked_human", row, session=session,

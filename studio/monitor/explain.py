@@ -16,6 +16,8 @@ what the rule and the steps it has tell.
 
 from __future__ import annotations
 
+import functools
+
 from collections.abc import Iterable, Mapping, Sequence
 
 from studio.logic import review
@@ -30,6 +32,18 @@ NO_LONGER = "can no longer be met"
 
 def residual_reading(residual: str | Formula, since: int | None = None) -> str:
     """What a residual means for the rest of the session, in one phrase."""
+    if isinstance(residual, str):
+        return _reading_of_text(residual, since)
+    return _reading(residual, since)
+
+
+@functools.lru_cache(maxsize=4096)
+def _reading_of_text(residual: str, since: int | None) -> str:
+    # Pages and live answers read the same few residuals over and over.
+    return _reading(residual, since)
+
+
+def _reading(residual: str | Formula, since: int | None) -> str:
     try:
         f = residual if isinstance(residual, Formula) else parse(residual)
     except FormulaSyntaxError:

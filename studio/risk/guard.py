@@ -16,7 +16,7 @@ answer.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -228,17 +228,23 @@ def inject_text(at_risk: Sequence[Mapping]) -> str:
 
 
 def decide(policy: Policy, proposed: Assessment, others: Sequence[Assessment] = (),
-           attempt: int = 0, requires: Mapping[str, str] | None = None) -> Decision:
+           attempt: int = 0,
+           requires: Mapping[str, str] | Callable[[str], str] | None = None) -> Decision:
     """The decision for the proposed candidate.  ``others``: other sampled candidates (for
     best_of_n), ``attempt``: how many times this step was already resampled or re-prompted,
-    ``requires``: per rule, what it still requires in English (for inject and the reasons)."""
-    requires = requires or {}
+    ``requires``: what a rule still requires in English (for inject and the reasons), a
+    mapping or a function asked only for the rules at risk."""
+    if requires is None:
+        requires = {}
+    if isinstance(requires, Mapping):
+        mapping = requires
+        requires = lambda rule: mapping.get(rule, "")  # noqa: E731
     threshold = policy.threshold
     rules = list(proposed.violates_now)
     risks = proposed.risks()
     decided_by = {rule: proposed.risk(rule)[1] for rule in rules}
     at_risk = [{"rule": rule, "risk": risks[rule], "intervention": policy.intervention_for(rule),
-                "requires": requires.get(rule, "")}
+                "requires": requires(rule)}
                for rule in rules if risks[rule] is not None and risks[rule] >= threshold
                and not (threshold == 0.0 and risks[rule] == 0.0)]
     known = [v for v in risks.values() if v is not None]
