@@ -251,6 +251,14 @@ def lex(text: str) -> list[Token]:
             i = end
             continue
         at_sentence_start, sentence_start = sentence_start, False
+        if (at_sentence_start and raw.kind == "word" and raw.key in ("it", "they")
+                and not any(t.kind == "WORD" for t in tokens) and i + 1 < len(raws)
+                and (_match_phrase(raws, i + 1, None) or (0, ""))[1].split()[:1]
+                in (["MODAL"], ["NOT"], ["NEVER"])):
+            # "It must run the test suite": the agent the rule is about, named nowhere
+            tokens.append(Token("DROP", raw.text, raw.start))
+            i += 1
+            continue
         if (at_sentence_start and raw.kind == "word" and raw.key in ("period", "absolutely")
                 and (i + 1 == len(raws) or raws[i + 1].text in ".!")):
             # "Never drop a production database. Period.": emphasis, no rule

@@ -160,6 +160,17 @@ def _role_fits(phrase: list[str], candidate: str) -> bool:
     return set(phrase) <= set(words_of(candidate)) | _ROLE_WORDS
 
 
+def _acronyms(name: str) -> set[str]:
+    """The initials of two or three consecutive words ("pull requests" -> "pr"), which an
+    entry may use for them (``tool_call:merge_pr``)."""
+    raw = [w.lower() for w in re.split(r"[_\s\-]+", name) if w and w[0].isalpha()]
+    out = set()
+    for n in (2, 3):
+        for k in range(len(raw) - n + 1):
+            out.add("".join(w[0] for w in raw[k:k + n]))
+    return out
+
+
 def ground_atom(name: str, vocabulary_atoms) -> str | None:
     """The vocabulary atom an invented name stands for, or None."""
     tied = ground_ties(name, vocabulary_atoms)
@@ -172,6 +183,8 @@ def ground_ties(name: str, vocabulary_atoms) -> list[str]:
     if name in vocabulary_atoms:
         return [name]
     phrase = words_of(name)
+    entry_words = {w for a in vocabulary_atoms for w in words_of(a)}
+    phrase += [a for a in _acronyms(name) if a in entry_words and a not in phrase]
     best: list[str] = []
     best_score = None
     for candidate in sorted(vocabulary_atoms):
@@ -249,7 +262,7 @@ def guess_kind(name: str, atom: str, leftover: list[str]) -> frozenset:
     entry = set(words_of(atom))
     raw = [w for w in re.split(r"[_\s]+", name) if w]
     stems = [_STEMMED_SYNONYMS.get(_stem(w), _stem(w)) for w in raw]
-    if entry - set(words_of(name)):
+    if entry - set(words_of(name)) - _acronyms(name):
         kinds.add("loose")
     if not leftover:
         return frozenset(kinds)
