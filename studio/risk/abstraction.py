@@ -33,6 +33,8 @@ from studio.monitor import InstanceMonitor, RuleSet, SessionMonitor, TracR
 # With more unpicked atoms than this, validity tries the label sets seen in the sessions instead
 # of every subset of the unpicked atoms.
 HIDDEN_ATOM_ENUMERATION_LIMIT = 10
+# Rule steps kept for stepping abstract states (a long-lived guard process asks forever).
+RULE_STEP_CACHE_LIMIT = 200_000
 
 
 @dataclass(frozen=True)
@@ -102,6 +104,10 @@ class Abstraction:
             if len(group) < 2:
                 raise ValueError(f"exclusions[{k}]: an exclusion names two atoms or more")
         self.end_of_session = end_of_session
+        self._rule_reads = [frozenset(g.name if g.op == "atom" else g.text
+                                      for g in rule.formula.subformulas()
+                                      if g.op in ("atom", "cmp"))
+                            for rule in ruleset.rules]
         self.seen_label_sets: set[tuple[str, ...]] = set()   # full (readable) label sets
         self._rule_steps: dict[tuple, tuple[tuple, bool]] = {}
         self._rule_ends: dict[tuple, bool] = {}
@@ -165,9 +171,15 @@ class Abstraction:
 
     def _rule_step(self, index: int, config: tuple, labels: tuple[str, ...]
                    ) -> tuple[tuple, bool]:
+        # A rule's step depends only on the atoms it reads: the key is that part of the labels,
+        # so a live decision finds its answer here though the whole label set is new.
+        reads = self._rule_reads[index]
+        labels = tuple(t for t in labels if t in reads)
         key = (index, config, labels)
         found = self._rule_steps.get(key)
         if found is None:
+            if len(self._rule_steps) >= RULE_STEP_CACHE_LIMIT:
+                self._rule_steps.clear()
             monitor = self._restore(index, config)
             label_set = self.ruleset.label_set(self.readable[t] for t in labels)
             verdict = monitor.update(label_set)
