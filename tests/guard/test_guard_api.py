@@ -306,3 +306,23 @@ def test_the_learned_model_predicts_a_violation_before_the_step_that_makes_it(
     # Proposing the harmless step instead: the learned risk stays low.
     calm = ask(agent, "live-1", {"event": LOOK}).json()
     assert calm["decision"] == "allow"
+
+
+def test_a_session_whose_events_cannot_be_labelled_now_is_503_with_retry_after(
+        agent, monkeypatch):
+    """A labeler that asks a model and gets no answer: the guard cannot know the session's
+    state, so it answers 503 with Retry-After - never a guess - and decides nothing."""
+    from studio.guard.models import GuardDecision
+    from studio.labeling import Labeling
+    from studio.labeling.llm import LLMError
+
+    agent.post("s11", [PAY])
+
+    def unavailable(self, event, previous=None):
+        raise LLMError("the model endpoint timed out")
+
+    monkeypatch.setattr(Labeling, "label", unavailable)
+    answer = ask(agent, "s11", {"event": SHIP})
+    assert answer.status_code == 503 and int(answer["Retry-After"]) > 0
+    assert "could not label" in answer.json()["detail"]
+    assert not GuardDecision.objects.exists()
