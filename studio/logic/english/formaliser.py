@@ -202,6 +202,15 @@ def _match_phrase(raws: list[_Raw], i: int, previous_kind: str | None):
     return None
 
 
+def _in_opening_trigger(tokens: list[Token]) -> bool:
+    """Whether the sentence so far is an opening "if"/"whenever" clause with no comma yet."""
+    here = tokens[next((k for k in range(len(tokens) - 1, -1, -1)
+                        if tokens[k].kind == "SEP"), -1) + 1:]
+    visible = [t for t in here if t.kind != "DROP"]
+    return (len(visible) >= 2 and visible[0].kind in ("TRIGGER", "TRIGGER_NEXT")
+            and all(t.kind in ("WORD", "NUM", "QUOTED", "COMPARE", "VALUE") for t in visible[1:]))
+
+
 def _sentence_end(raws: list[_Raw], i: int) -> int:
     return next((j for j in range(i, len(raws)) if raws[j].kind == "punct"
                  and raws[j].text in ".;!?"), len(raws))
@@ -335,6 +344,13 @@ def lex(text: str) -> list[Token]:
                 sentence_start = True
                 i = comma + 1
                 continue
+        elif (raw.kind == "word" and raw.key == "after" and i + 1 < len(raws)
+              and raws[i + 1].kind in ("word", "quoted")
+              and _in_opening_trigger(tokens)):
+            # "if a health check fails after a deploy, roll back": the deploy came earlier
+            emitted.append(Token("AND", raw.text, raw.start))
+            emitted.append(Token("PREVIOUSLY", raw.text, raw.start))
+            i += 1
         elif (not at_sentence_start and raw.kind == "word" and raw.key in ("while", "whilst")
               and i + 1 < len(raws) and raws[i + 1].kind in ("word", "quoted")):
             # "no flight may be booked while the passport is unverified": at every step where
@@ -765,6 +781,12 @@ class _Tree(Transformer):
         resolved: list[Token] = []
         for n, t in enumerate(c):
             token = self._token(t)
+            if token.pronoun and n > 0 and token.text.lower() == "them" and any(
+                    str(w.value).lower() in lexicon.PERSONS
+                    for w in self._referent(as_subject=False)):
+                # "hand them off to a human": the person is who the action is for, which the
+                # logs do not name apart
+                continue
             if token.pronoun:
                 # The referent's words, without starting a noun phrase of their own here.
                 # ("It must run the tests": a subject naming nobody before it is the agent.)
@@ -1324,6 +1346,14 @@ class _Reader:
             when = self.choose("response", choices[::-1] if self.state_trigger else choices)
             return F(f) if when == "eventually" else f
         if not timing:
+            if neg and never and default == "now":
+                # "never push to prod when the build is red": not at such a step, or never
+                # again from then on
+                choices = [("ever", "never again from that step on"),
+                           ("now", "not at that very step")]
+                how = self.choose("never_when", choices[::-1] if self.state_trigger
+                                  else choices)
+                return G(Not(f)) if how == "ever" else Not(f)
             if neg:
                 return G(Not(f)) if (never or happen or default != "now") else Not(f)
             if default == "eventually" or (default == "now" and happen):

@@ -38,7 +38,7 @@ _SYNONYMS = {
     "mail": "email", "e-mail": "email",
     "ask": "request", "seek": "request",
     "inform": "notify", "alert": "notify", "tell": "notify", "contact": "notify",
-    "reimburse": "refund",
+    "reimburse": "refund", "access": "get",
     "confirm": "verify", "validate": "verify", "authenticate": "verify",
     "id": "identity", "administrator": "admin", "adm": "admin",
     "reply": "respond", "answer": "respond", "response": "respond",
@@ -81,6 +81,8 @@ def _stem_once(w: str) -> str:
                          ("ied", "y"), ("ing", ""), ("ment", ""), ("ions", ""), ("ion", ""),
                          ("als", ""), ("al", ""), ("ed", ""), ("es", ""), ("s", "")):
         if w.endswith(suffix) and len(w) - len(suffix) >= 3:
+            if suffix in ("s", "es") and w.endswith("ss"):
+                break       # access, process: no plural
             w = w[: len(w) - len(suffix)] + repl
             break
     if len(w) > 3 and w[-1] == w[-2] and (w[-1] not in "aeiousl" or w[-1] == "l" and len(w) > 5):
@@ -162,12 +164,15 @@ def _role_fits(phrase: list[str], candidate: str) -> bool:
 
 def _acronyms(name: str) -> set[str]:
     """The initials of two or three consecutive words ("pull requests" -> "pr"), which an
-    entry may use for them (``tool_call:merge_pr``)."""
+    entry may use for them (``tool_call:merge_pr``), and two words written as one ("hand
+    off" -> ``handoff``, "roll back" -> ``rollback``)."""
     raw = [w.lower() for w in re.split(r"[_\s\-]+", name) if w and w[0].isalpha()]
     out = set()
     for n in (2, 3):
         for k in range(len(raw) - n + 1):
             out.add("".join(w[0] for w in raw[k:k + n]))
+    for k in range(len(raw) - 1):
+        out.add(_stem(raw[k] + raw[k + 1]))
     return out
 
 
@@ -184,7 +189,8 @@ def ground_ties(name: str, vocabulary_atoms) -> list[str]:
         return [name]
     phrase = words_of(name)
     entry_words = {w for a in vocabulary_atoms for w in words_of(a)}
-    phrase += [a for a in _acronyms(name) if a in entry_words and a not in phrase]
+    joined = {_STEMMED_SYNONYMS.get(a, a) for a in _acronyms(name)}
+    phrase += [a for a in joined if a in entry_words and a not in phrase]
     best: list[str] = []
     best_score = None
     for candidate in sorted(vocabulary_atoms):
@@ -262,7 +268,7 @@ def guess_kind(name: str, atom: str, leftover: list[str]) -> frozenset:
     entry = set(words_of(atom))
     raw = [w for w in re.split(r"[_\s]+", name) if w]
     stems = [_STEMMED_SYNONYMS.get(_stem(w), _stem(w)) for w in raw]
-    if entry - set(words_of(name)) - _acronyms(name):
+    if entry - set(words_of(name)) - {_STEMMED_SYNONYMS.get(a, a) for a in _acronyms(name)}:
         kinds.add("loose")
     if not leftover:
         return frozenset(kinds)
@@ -431,6 +437,14 @@ def ground(f: Formula, invented: list[str], vocabulary, words_left: str = "drop"
                 changed[name] = value
             else:
                 mapping.append(Grounding(phrase, name, False))
+            continue
+        calls = sorted(a for a in atoms if a.startswith("tool_call:"))
+        if (len(calls) > 1 and not words_of(name)
+                and re.search(r"(^|_)tools?(_|$)", name.lower())):
+            # "no tools get called": any of the calls the logs record
+            grounded = fm.Or(*[fm.Atom(a) for a in calls])
+            mapping.append(Grounding(phrase, grounded.text, True))
+            changed[name] = grounded
             continue
         tied = ground_ties(name, atoms) if atoms else []
         if len(tied) > 1 and len({words_of(t)[0] for t in tied if words_of(t)}) > 1:

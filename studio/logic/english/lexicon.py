@@ -46,7 +46,9 @@ _add("NEXT_STEP", "in the next step", "at the next step", "in the next state",
      "at the following step", "on the next step", "at step t+1", "at time t+1",
      "at time step t+1", "immediately after", "immediately afterwards", "right after",
      "right afterwards", "immediately", "next", "in the very next step", "at the very next step",
-     "straight away", "right away", "at once", "without delay")
+     "straight away", "right away", "at once", "without delay", "on the very next step",
+     "on the very next turn", "on the next turn", "in the next turn", "at the next turn",
+     "the very next step", "the very next thing", "the next thing", "the step after")
 _add("IN_A_ROW", "twice in a row", "two times in a row", "in a row", "consecutively",
      "twice consecutively", "in two consecutive steps", "on two consecutive steps",
      "at two consecutive steps", "back to back")
@@ -159,7 +161,8 @@ _add("FEWER_THAN", "fewer than", "less than")
 _add("MORE_THAN NUM=1 TIMES", "more than once")
 _add("MORE_THAN NUM=2 TIMES", "more than twice")
 _add("FEWER_THAN NUM=2 TIMES", "fewer than twice", "less than twice")
-_add("NOT", "no more", "no longer")
+_add("NOT", "no more", "no longer", "is not to", "are not to", "is not to be", "are not to be",
+     "is never to", "are never to", "is never to be", "are never to be")
 # Purpose clauses say why, not what: "look around to see the result".
 _add("RATIONALE", "to see", "to familiarize", "to familiarise", "to make sure",
      "in order to", "so as to", "so that", "to avoid", "to check", "because", "as it",
