@@ -7,7 +7,6 @@ import json
 import threading
 
 from django.test import Client, override_settings
-from django.urls import Resolver404, resolve
 
 from studio.client import GuardedSession, GuardStopped, StudioClient, StudioError
 from studio.live import services
@@ -102,7 +101,6 @@ def test_a_signed_client_sends_checks_and_ends(live_server, workspace, owner):
 
 
 def test_a_signed_client_asks_the_guard_and_reads_the_decision(live_server, workspace, owner):
-    needs_guard()
     secret = workspace_services.create_webhook_secret(workspace, by=owner).secret
     client = StudioClient(live_server.url, "pay", webhook_secret=secret, timeout=20)
     pay = {"output": {"tool": "send_money", "args": {"to": "bob", "amount": 50}}}
@@ -138,21 +136,7 @@ def test_the_rate_limit_is_a_studio_error_with_its_retry_after(live_server, toke
     assert "requests this minute" in caught.value.detail
 
 
-def guard_route_exists() -> bool:
-    try:
-        resolve("/api/w/pay/live/sessions/s/guard")
-    except Resolver404:
-        return False
-    return True
-
-
-def needs_guard():
-    if not guard_route_exists():
-        pytest.skip("guard endpoint not built yet")
-
-
 def test_the_guarded_example_never_pays_before_the_balance_check(client, example):
-    needs_guard()
     lines = []
     result = example.run(GuardedSession(client, "loop-2"), example.StandInModel(),
                          log=lines.append)
@@ -173,7 +157,6 @@ def test_the_guarded_example_never_pays_before_the_balance_check(client, example
 
 
 def test_the_real_guard_answers_the_same_decision_id_the_same_way(client):
-    needs_guard()
     pay = {"output": {"tool": "send_money", "args": {"to": "bob", "amount": 50}}}
     first = client.guard("s-2", pay, decision_id="d-1")
     again = client.guard("s-2", pay, decision_id="d-1")
@@ -218,7 +201,6 @@ def run_guarded(example, client, session, **options):
 ])
 def test_each_intervention_of_the_real_guard_is_applied(client, example, set_policy, policy,
                                                         options, decision):
-    needs_guard()
     set_policy(policy)
     result, lines = run_guarded(example, client, "p-1", **options)
     assert [name for name, _ in result["executed"]] == ["get_balance", "send_money"], lines
@@ -234,7 +216,6 @@ def test_each_intervention_of_the_real_guard_is_applied(client, example, set_pol
 
 
 def test_a_stop_policy_stops_the_loop_before_the_payment(client, example, set_policy):
-    needs_guard()
     set_policy({"default_intervention": "stop"})
     result, lines = run_guarded(example, client, "p-2")
     assert result["stopped"] and result["executed"] == [], lines
@@ -242,7 +223,6 @@ def test_a_stop_policy_stops_the_loop_before_the_payment(client, example, set_po
 
 
 def test_the_servers_resample_limit_ends_in_its_fallback(client, set_policy):
-    needs_guard()
     set_policy({"max_resamples": 2, "fallback": "stop"})
     pay = {"output": {"tool": "send_money", "args": {"to": "bob", "amount": 50}}}
     calls = []
@@ -254,7 +234,6 @@ def test_the_servers_resample_limit_ends_in_its_fallback(client, set_policy):
 
 
 def test_a_person_approves_while_the_agent_waits(client, set_policy, workspace):
-    needs_guard()
     from studio.guard import services as guard_services
 
     set_policy({"default_intervention": "ask_human"})
@@ -293,7 +272,6 @@ def test_a_person_approves_while_the_agent_waits(client, set_policy, workspace):
 
 
 def test_nobody_answering_applies_the_servers_default(client, set_policy):
-    needs_guard()
     set_policy({"default_intervention": "ask_human", "human_timeout_seconds": 1})
     pay = {"output": {"tool": "send_money", "args": {"to": "bob", "amount": 50}}}
     with pytest.raises(GuardStopped) as caught:
