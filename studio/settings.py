@@ -80,6 +80,7 @@ INSTALLED_APPS = [
     "studio.rules",
     "studio.traces",
     "studio.audits",
+    "studio.evidence",
     "studio.live",
     "studio.guard",
     "studio.web",

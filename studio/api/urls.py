@@ -55,7 +55,8 @@ def _register_routers() -> None:
     for module_name, prefix in [("workspaces.api", "/w/"), ("rules.api", "/w/"),
                                 ("rules.authoring_api", "/"), ("rules.guards_api", "/"),
                                 ("traces.api", "/w/"),
-                                ("audits.api", "/w/"), ("live.api", "/"), ("guard.api", "/")]:
+                                ("audits.api", "/w/"), ("evidence.api", "/w/"), ("live.api", "/"),
+                                ("guard.api", "/")]:
         try:
             module = import_module(f"studio.{module_name}")
         except ModuleNotFoundError as exc:

@@ -77,6 +77,13 @@ def review_version(request, slug: str, rule_id: int, number: int):
     rule = get_object_or_404(Rule, workspace=workspace, pk=rule_id)
     version = get_object_or_404(rule.versions, number=number)
     previous = rule.versions.filter(number__lt=number).order_by("-number").first()
-    return authoring.review_aids(version.formula, previous.formula if previous else None,
+    aids = authoring.review_aids(version.formula, previous.formula if previous else None,
                                  version.counting or None,
                                  previous.counting if previous else None)
+    from studio.evidence.services import check_version, summary
+
+    # The rule's test cases run against this version (studio.evidence): failing ones block
+    # its submission.
+    aids["cases"] = check_version(version)
+    aids["cases_summary"] = summary(aids["cases"])
+    return aids

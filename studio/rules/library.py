@@ -105,6 +105,9 @@ def install_library(workspace: Workspace, actor, domain: str, submit: bool = Fal
             result.rules_skipped.append(entry.name)
             continue
         result.rules_created.append(entry.name)
+        from studio.evidence.services import install_library_cases
+
+        install_library_cases(rule, actor, entry.name)  # the paper's examples pin its meaning
         if submit:
             try:
                 services.submit_for_review(rule.versions.get(number=1), actor)

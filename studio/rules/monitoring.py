@@ -49,8 +49,13 @@ def live_versions(workspace) -> list[RuleVersion]:
 
 
 def rule_pairs(versions: Iterable[RuleVersion]) -> list[tuple[str, str, str | None]]:
-    """``(rule name, formula, counting)`` of each version: what a ``RuleSet`` is built from."""
-    return [(v.rule.name, v.formula, v.counting or None) for v in versions]
+    """``(rule name, formula, counting)`` of each version: what a ``RuleSet`` is built from.
+    Two versions of one rule (an impact check audits them together) are named apart by their
+    numbers."""
+    versions = list(versions)
+    names = [v.rule.name for v in versions]
+    return [(v.rule.name if names.count(v.rule.name) == 1 else f"{v.rule.name} v{v.number}",
+             v.formula, v.counting or None) for v in versions]
 
 
 def ruleset_for(versions: Iterable[RuleVersion]) -> RuleSet:

@@ -226,7 +226,15 @@ def new_version(rule: Rule, actor, formula: str | None = None,
                                          author=_user_of(actor), author_token=_token_of(actor))
     record(rule.workspace, actor, "rule_version.created", version, rule=rule.name,
            number=number, formula=formula, counting=counting)
+    _check_cases(version, actor)
     return version
+
+
+def _check_cases(version: RuleVersion, actor) -> None:
+    # Every version saved is checked against its rule's test cases (studio.evidence).
+    from studio.evidence.services import record_check
+
+    record_check(version, actor)
 
 
 @transaction.atomic
@@ -260,6 +268,8 @@ def update_draft(version: RuleVersion, actor, formula: str | None = None,
         version.save(update_fields=["formula", "english", "counting"])
         record(version.rule.workspace, actor, "rule_version.updated", version,
                rule=version.rule.name, number=version.number, **changes)
+        if "formula" in changes or "counting" in changes:
+            _check_cases(version, actor)
     return version
 
 
@@ -276,6 +286,9 @@ def submit_for_review(version: RuleVersion, actor, acknowledgement: str = "") ->
         raise Conflict(f"{_version_label(version)} is {version.get_status_display().lower()}; "
                        "only drafts are submitted for review", field="status")
     formula = compile_formula(version.formula, version.rule.name)
+    from studio.evidence.services import refuse_failing
+
+    refuse_failing(version)  # a version failing one of its rule's test cases is not reviewed
     warnings = formula_warnings(formula, vocabulary_for(version.rule.workspace))
     acknowledgement = (acknowledgement or "").strip()
     if warnings and not acknowledgement:

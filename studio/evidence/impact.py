@@ -1,0 +1,157 @@
+"""What a rule version would change on the workspace's stored sessions.
+
+An impact check is one audit run (``studio.audits.services.create_run``: the same batches,
+Celery tasks, progress, retries and stored results as any audit) of the new version beside the
+rule's approved version, over all stored sessions, an upload's, or a random sample of them.
+Once the run is done, ``compare.compare_versions`` lists the sessions whose verdict or
+violations differ between the two versions; the summary is kept on the check, its counts go into
+the approval's audit-log entry (``counts_for_approval``) and the evidence report.
+"""
+
+from __future__ import annotations
+
+import random
+
+from django.db import transaction
+
+from studio.api.core import Conflict, ServiceError
+from studio.audits.models import AuditRun, RunStatus, ViolationRecord
+from studio.audits.services import audit_progress, create_run, pinned_labelers, upload_scope
+from studio.labeling import LabelerConfigError, labeling_from_snapshot
+from studio.logic.parser import FormulaSyntaxError
+from studio.monitor import RuleError
+from studio.rules.models import RuleVersion, VersionStatus
+from studio.rules.monitoring import labeler_snapshot, ruleset_for
+from studio.traces.models import TraceSession, Upload
+from studio.workspaces.services import record
+
+from .compare import compare_versions
+from .models import ImpactCheck, ImpactScope
+
+SAMPLE_MAX = 1_000_000
+
+
+def start_impact(version: RuleVersion, by, scope: str = ImpactScope.ALL,
+                 upload_id: int | None = None, sample_size: int | None = None,
+                 seed: int | None = None) -> ImpactCheck:
+    """Audit the workspace's stored sessions (``scope``) with ``version`` and the rule's
+    approved version; the run's batches are enqueued after commit."""
+    rule = version.rule
+    workspace = rule.workspace
+    if version.status not in (VersionStatus.DRAFT, VersionStatus.IN_REVIEW):
+        raise Conflict(f"version {version.number} is {version.get_status_display().lower()}; "
+                       "the impact of a change is checked for drafts and versions in review",
+                       field="status")
+    if scope not in ImpactScope.values:
+        raise ServiceError(f"scope must be one of {', '.join(ImpactScope.values)}",
+                           field="scope", status=422)
+    upload = None
+    stored = list(TraceSession.objects.filter(workspace=workspace).order_by("id")
+                  .values_list("id", flat=True))
+    if not stored:
+        raise ServiceError(f"workspace {workspace.slug!r} has no stored sessions: there is "
+                           "nothing to check the change on yet (upload logs or ingest live "
+                           "events first)", field="scope", status=409)
+    if scope == ImpactScope.UPLOAD:
+        upload = Upload.objects.filter(workspace=workspace, pk=upload_id).first()
+        if upload is None:
+            raise ServiceError("no such upload in this workspace", field="upload_id",
+                               status=404)
+        sessions = upload_scope(upload)
+        if not sessions:
+            raise ServiceError(f"upload {upload.id} ({upload.filename}) stored no sessions",
+                               field="upload_id", status=409)
+    elif scope == ImpactScope.SAMPLE:
+        if not sample_size or not 1 <= sample_size <= SAMPLE_MAX:
+            raise ServiceError(f"a sample needs a size from 1 to {SAMPLE_MAX:,}",
+                               field="sample_size", status=422)
+        sessions = (sorted(random.Random(seed).sample(stored, sample_size))
+                    if sample_size < len(stored) else stored)
+    else:
+        sessions = stored
+    baseline = rule.approved_version()
+    versions = [v for v in (baseline, version) if v is not None]
+    snapshot = pinned_labelers(labeler_snapshot(workspace))
+    try:  # refuse now what every batch would fail on
+        ruleset_for(versions)
+        labeling_from_snapshot(snapshot)
+    except (RuleError, FormulaSyntaxError, LabelerConfigError, ValueError) as exc:
+        raise ServiceError(f"cannot audit with this version and the labelers: {exc}") from None
+    with transaction.atomic():
+        run = create_run(workspace, None, upload, versions, snapshot, by, sessions)
+        check = ImpactCheck.objects.create(
+            workspace=workspace, version=version, baseline=baseline, run=run, scope=scope,
+            upload=upload, sample_size=len(sessions) if scope == ImpactScope.SAMPLE else None,
+            sessions_available=len(stored), created_by=_user(by))
+        record(workspace, by, "rule_version.impact_started", version, rule=rule.name,
+               number=version.number, baseline=baseline.number if baseline else None,
+               run=run.id, scope=scope, sessions=len(sessions), stored=len(stored))
+    return check
+
+
+def _user(by):
+    user = getattr(by, "user", by)
+    return user if getattr(user, "is_authenticated", False) else None
+
+
+def latest_check(version: RuleVersion) -> ImpactCheck | None:
+    return (ImpactCheck.objects.filter(version=version).select_related("run", "baseline")
+            .first())
+
+
+def impact_result(check: ImpactCheck) -> dict:
+    """Progress while the run works; once it is done, the comparison (computed once, kept)."""
+    run = AuditRun.objects.get(pk=check.run_id)
+    out = {"id": check.id, "run_id": run.id, "version": check.version.number,
+           "baseline": check.baseline.number if check.baseline else None,
+           "scope": check.scope, "upload_id": check.upload_id,
+           "sample_size": check.sample_size, "sessions_available": check.sessions_available,
+           "sessions": run.sessions_total, "progress": audit_progress(run),
+           "created_at": check.created_at, "summary": None}
+    if run.status == RunStatus.DONE:
+        if check.summary is None:
+            compared = compare_versions(run, check.baseline, check.version)
+            check.summary = {**compared.counts(),
+                             "sessions_list": [c.as_dict() | {"result_before": c.result_before,
+                                                              "result_after": c.result_after}
+                                               for c in compared.changes]}
+            ImpactCheck.objects.filter(pk=check.pk).update(summary=check.summary)
+        out["summary"] = check.summary
+    return out
+
+
+def counts(check: ImpactCheck | None) -> dict | None:
+    """The check's counts, as the approval's audit-log entry and the evidence report state
+    them; None while it runs or when there is none."""
+    if check is None:
+        return None
+    result = impact_result(check)
+    summary = result["summary"]
+    if summary is None:
+        return {"run": check.run_id, "status": result["progress"]["status"]}
+    return {"run": check.run_id, "scope": check.scope, "sessions": result["sessions"],
+            "sessions_available": check.sessions_available,
+            "baseline": result["baseline"],
+            **{k: v for k, v in summary.items() if k != "sessions_list"}}
+
+
+def counts_for_approval(version: RuleVersion) -> dict | None:
+    return counts(latest_check(version))
+
+
+def witnesses(change: dict) -> dict:
+    """Both sides' first violation at or after the differing step, with its witness, for the
+    side-by-side view: ``{"before": ..., "after": ...}`` (None where a side has none)."""
+    out = {}
+    for side, key in (("before", "result_before"), ("after", "result_after")):
+        rid = change.get(key)
+        found = None
+        if rid and rid > 0:
+            rows = list(ViolationRecord.objects.filter(result_id=rid).order_by("detected",
+                                                                                "trigger"))
+            step = change.get("step")
+            found = next((v for v in rows if step is None or v.detected >= step),
+                         rows[0] if rows else None)
+        out[side] = ({"trigger": found.trigger, "detected": found.detected,
+                      "witness": found.witness} if found is not None else None)
+    return out
