@@ -14,7 +14,7 @@ from studio.rules.models import RuleSet
 from studio.traces.models import TraceSession
 from studio.workspaces import services as workspace_services
 from studio.workspaces.models import AuditLogEntry, Role
-from tests.live.conftest import RULES, Agent, approve
+from tests.live.conftest import RULES, Agent, approve, owner, workspace  # noqa: F401
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -31,19 +31,6 @@ def _fresh_caches():
     yield
     live_services.clear_caches()
     guard_services.forget_policies()
-
-
-@pytest.fixture
-def owner(django_user_model):
-    return django_user_model.objects.create_user(username="owner", password="pw-owner-123")
-
-
-@pytest.fixture
-def workspace(owner):
-    ws = workspace_services.create_workspace("Acme", owner=owner, slug="acme")
-    for name, formula in RULES:
-        approve(ws, owner, name, formula)
-    return ws
 
 
 @pytest.fixture
