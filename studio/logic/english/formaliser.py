@@ -120,7 +120,7 @@ _RAW = re.compile(r"""
   | (?P<number>\$?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w])|\$?\d+(?:\.\d+)?[kKmM]?(?![\w]))
   | (?P<word>[\w][\w]*(?:[:.\-'’][\w]+)*(?:(?<=s)['’](?![\w]))?)
   | (?P<op>>=|<=|==|!=|=|>|<)
-  | (?P<punct>[,;.:!?()])
+  | (?P<punct>[,;.:!?()]|[—–]|(?<=\s)-(?=\s))
   | (?P<space>\s+)
   | (?P<other>.)
 """, re.VERBOSE)
@@ -130,7 +130,7 @@ _RELATIVE_VERBS = frozenset({"is", "are", "was", "were", "has", "have", "had", "
                              "haven't", "isn't", "aren't", "wasn't", "weren't", "hadn't"})
 
 _PUNCT = {",": "COMMA", ":": "COMMA", ";": "SEP", ".": "SEP", "!": "SEP", "?": "SEP",
-          "(": "LPAR", ")": "RPAR"}
+          "(": "LPAR", ")": "RPAR", "—": "COMMA", "–": "COMMA", "-": "COMMA"}
 
 
 @dataclass
@@ -279,6 +279,14 @@ def lex(text: str) -> list[Token]:
             # "Once the session is closed, ...": from then on.
             emitted.append(Token("AFTER", raw.text, raw.start))
             i += 1
+        elif (raw.kind == "word" and raw.key == "only" and i + 2 < len(raws)
+              and raws[i + 1].key == "once" and raws[i + 2].kind in ("word", "quoted")
+              and raws[i + 2].key not in ("per", "a", "an", "every", "each", "in", "during")
+              and any(r.key in _RELATIVE_VERBS for r in raws[i + 2:i + 8])):
+            # "details are shared only once the identity has been verified": only after it
+            emitted.append(Token("ONLY_AFTER", text[raw.start:raws[i + 1].start + 4],
+                                 raw.start))
+            i += 2
         elif (raw.kind == "word" and raw.key == "once" and i + 1 < len(raws)
               and raws[i + 1].kind in ("word", "quoted")
               and (raws[i + 1].key not in ("a", "an", "per", "every", "each", "more", "again")
@@ -524,6 +532,8 @@ _OPENERS = frozenset({"TRIGGER", "TRIGGER_NEXT", "AFTER", "WHILE", "UNLESS", "UN
                       "DURING", "ONLY_AFTER"})
 _MAIN_VERBS = frozenset({"MODAL", "NOT", "NEVER", "FORBIDDEN", "ALWAYS", "REQUIRES", "HOLD"})
 _SUBJECT_PRONOUNS = frozenset({"you", "they", "we", "he", "she"})
+_CLOSING_TIMINGS = frozenset({"NEXT_STEP", "WITHIN", "WITHIN_NEXT", "EVENTUALLY", "LATER",
+                              "AT_END", "ALWAYS", "PREVIOUSLY"})
 
 
 def _opening_clause_commas(tokens: list[Token]) -> list[Token]:
@@ -535,11 +545,31 @@ def _opening_clause_commas(tokens: list[Token]) -> list[Token]:
     sentence: list[Token] = []
 
     def close() -> None:
+        # ", on the very next step." / ", within 3 steps." closing the sentence: a timing of
+        # the clause before the comma
+        visible = [t for t in sentence if t.kind != "DROP"]
+        # a comma left before the full stop ("... — not before.", "..., no exceptions.")
+        while len(visible) >= 2 and visible[-1].kind == "SEP" and visible[-2].kind == "COMMA":
+            visible[-2].kind = "DROP"
+            visible.pop(-2)
+        if visible and visible[-1].kind == "COMMA":
+            visible[-1].kind = "DROP"
+            visible.pop()
+        for k, t in enumerate(visible[:-1]):
+            if (t.kind == "COMMA" and k > 0 and visible[k + 1].kind in _CLOSING_TIMINGS
+                    and all(u.kind in _CLOSING_TIMINGS | {"NUM", "STEPS", "SEP", "TIMES"}
+                            for u in visible[k + 1:])):
+                t.kind = "DROP"
         visible = [t for t in sentence if t.kind != "DROP"]
         if (visible and visible[0].kind in _OPENERS
                 and not any(t.kind in ("COMMA", "THEN") for t in visible)):
             verb = next((k for k in range(len(sentence) - 1, -1, -1)
                          if sentence[k].kind in _MAIN_VERBS), None)
+            if verb is None:
+                # "As soon as fraud is suspected the account gets locked": a main clause with
+                # no modal; its subject is the noun phrase after the opening clause's verb
+                verb = next((k for k, t in enumerate(sentence)
+                             if t.kind in _CLOSING_TIMINGS | {"SEP"}), len(sentence))
             split = None
             previous = None
             for k, t in enumerate(sentence[:verb] if verb is not None else []):

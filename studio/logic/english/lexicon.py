@@ -110,7 +110,11 @@ _PHRASES["must never"] = "MODAL NEVER"
 _PHRASES["should never"] = "MODAL NEVER"
 _add("FORBIDDEN", "is forbidden", "are forbidden", "is not allowed", "are not allowed",
      "is prohibited", "are prohibited", "is not permitted", "are not permitted",
-     "is a violation", "are a violation", "counts as a violation", "is disallowed")
+     "is a violation", "are a violation", "counts as a violation", "is disallowed",
+     "is off-limits", "are off-limits", "is off limits", "are off limits", "is off the table",
+     "are off the table", "is out of bounds", "are out of bounds", "is banned", "are banned",
+     "is not okay", "is not ok", "is unacceptable", "are unacceptable", "is not acceptable",
+     "are not acceptable")
 # The copula: dropped from atom names, but it tells a state ("must be free") from an action
 # ("must greet the customer") and where a shared subject ends ("the door is closed or locked").
 COPULAS = frozenset({"is", "are", "was", "were", "be", "been", "get", "gets", "got", "gotten",
@@ -153,7 +157,8 @@ _add("DROP", "at step t", "at time t", "at time step t", "at that step", "at any
      "she", "i", "more", "longer", "you've", "they've", "we've", "i've", "you'd", "they'd",
      "anybody", "anyone", "very", "actually", "really", "explicitly", "properly",
      "successfully", "full stop", "no exceptions", "without exception", "no matter what",
-     "in all cases", "in any case")
+     "in all cases", "in any case", "at any time", "at any point", "at any moment",
+     "not before", "and not before", "not earlier")
 # "Every request must be answered": the subject is a trigger, the predicate what it requires.
 _add("EVERY", "every", "each", "all")
 _add("MORE_THAN", "more than")
