@@ -5,6 +5,8 @@
     .venv/bin/python -m bench.webhook --auth signature      # Standard Webhooks deliveries
     .venv/bin/python -m bench.webhook --profile 300         # also: where a request's time goes
     .venv/bin/python -m bench.webhook --no-durable-commit   # answer before the WAL is on disk
+    .venv/bin/python -m bench.webhook --multi-agent         # two lifelines, a CPL guard decided
+                                                            # at every fourth event
 
 What it does, in order:
 
@@ -74,8 +76,12 @@ for name, formula in RULES_20:
     rule = Rule.objects.create(workspace=ws, name=name)
     RuleVersion.objects.create(rule=rule, number=1, formula=formula, author=owner,
                                status=VersionStatus.APPROVED)
-_, token = services.create_token(ws, "bench", [], by=owner)
+_, token = services.create_token(ws, "bench", ["auditor"], by=owner)
 secret = services.create_webhook_secret(ws, by=owner).secret
+# For --multi-agent: the Checker's choice events name it (studio.live.causal_guards).
+from studio.rules.models import CausalGuard
+CausalGuard.objects.create(workspace=ws, name="tests_passed", owner="Checker",
+                           cpl='@Tester (status == "passed") & Tester.cand == cand')
 print(json.dumps({"token": token, "secret": secret}))
 '''
 
@@ -151,6 +157,8 @@ def _requests(spec: dict) -> list[tuple[str, bytes, dict]]:
         event["event_id"] = f"{run}-e{i}"
         if i % 4 == 0:
             event["output"] = {"tool": "pay", "args": {"amount": event["data"]["amount"]}}
+        if spec.get("multi_agent"):
+            _as_multi_agent(event, i // spec["sessions"])
         body = json.dumps({"events": [event]}).encode()
         headers = {"Content-Type": "application/json", "Connection": "close"}
         if spec["auth"] == "signature":
@@ -161,6 +169,26 @@ def _requests(spec: dict) -> list[tuple[str, bytes, dict]]:
             headers["Authorization"] = f"Bearer {spec['token']}"
         out.append((f"/api/w/bench/live/sessions/{session}/events", body, headers))
     return out
+
+
+def _as_multi_agent(event: dict, position: int) -> None:
+    """The session's ``position``-th event in a cycle of four on two lifelines: the Tester
+    records a result, sends it to the Checker, the Checker receives it and decides (a choice
+    event naming the guard ``tests_passed``, false for about 1 in 8 results)."""
+    cycle, phase = divmod(position, 4)
+    message = {"id": f"report-{cycle}", "peer": "Checker" if phase == 1 else "Tester"}
+    if phase == 0:
+        event.update(lifeline="Tester")
+        event["data"].update(cand=f"c{cycle}",
+                             status="failed" if event["data"]["risk"] < .125 else "passed")
+    elif phase == 1:
+        event.update(lifeline="Tester", message={**message, "kind": "send"})
+    elif phase == 2:
+        event.update(lifeline="Checker", message={**message, "kind": "receive"})
+        event["data"]["cand"] = f"c{cycle}"
+    else:
+        event.update(lifeline="Checker")
+        event["data"]["choice"] = "tests_passed"
 
 
 def sign(secret: str, msg_id: str, stamp: int, body: bytes) -> str:
@@ -180,17 +208,21 @@ def _send(port: int, path: str, body: bytes | None, headers: dict) -> tuple[int,
         conn.close()
 
 
-def _answer_problem(body: bytes, rules: int) -> str | None:
+def _answer_problem(answer_body: bytes, rules: int, body: bytes = b"") -> str | None:
     """Why a 200 answer to a single-event POST is not what the studio promises (the event
     stored and every rule's verdict and residual listed), or None.  Checked after the clock
     stopped for that request."""
     try:
-        answer = json.loads(body)
+        answer = json.loads(answer_body)
     except ValueError:
         return "not JSON"
     if answer.get("stored") != 1 or [e.get("status") for e in answer.get("events", [])] != [
             "stored"]:
         return f"event not stored: {answer.get('events')!r}"[:200]
+    if b'"choice"' in body:  # --multi-agent: the guard is answered
+        guards = answer["events"][0].get("guards") or [{}]
+        if guards[0].get("guard") != "tests_passed" or "value" not in guards[0]:
+            return f"choice without its guard's value: {guards!r}"[:200]
     listed = answer.get("rules", [])
     if len(listed) != rules or not all(r.get("verdict") and r.get("residual") for r in listed):
         return f"{len(listed)} rules answered, not {rules} with verdicts and residuals"
@@ -224,7 +256,7 @@ def run_load(spec: dict) -> dict:
             except OSError:
                 status, answer = 0, b""
             done = time.perf_counter()
-            problem = (_answer_problem(answer, spec["rules"])
+            problem = (_answer_problem(answer, spec["rules"], body)
                        if status == 200 and body is not None else None)
             with lock:
                 latencies.append(done - at)
@@ -326,6 +358,9 @@ def main() -> int:
                         help="also profile N requests in-process and print the top entries")
     parser.add_argument("--no-durable-commit", action="store_true",
                         help="LIVE_DURABLE_COMMIT=false: answer before the disk flush")
+    parser.add_argument("--multi-agent", action="store_true",
+                        help="events on two lifelines with messages; every fourth a choice "
+                             "whose CPL guard is decided")
     parser.add_argument("--load", help=argparse.SUPPRESS)  # internal: the load process
     args = parser.parse_args()
     if args.load:
@@ -346,8 +381,10 @@ def main() -> int:
         spec = {"port": port, "rate": args.rate, "seconds": args.seconds,
                 "sessions": args.sessions, "clients": args.clients, "auth": args.auth,
                 "warmup": 20 * args.workers * max(1, args.threads), "run": "r1",
-                "baseline": args.baseline, "rules": len(RULES_20), **credentials}
-        what = "GET /healthz (baseline)" if args.baseline else "single-event POSTs"
+                "baseline": args.baseline, "rules": len(RULES_20),
+                "multi_agent": args.multi_agent, **credentials}
+        what = "GET /healthz (baseline)" if args.baseline else (
+            "single-event POSTs" + (", multi-agent with a guard" if args.multi_agent else ""))
         print(f"load: {args.rate:g} req/s for {args.seconds:g} s, {what} over "
               f"{args.sessions} sessions, auth={args.auth}; gunicorn {args.workers} worker(s)"
               f" x {args.threads} thread(s) on 127.0.0.1:{port}; durable commit "

@@ -524,7 +524,10 @@ class CausalMonitor:
 
     # -- algorithm 1 --
 
-    def process(self, event: Mapping, index: int | None = None) -> list[GuardDecision]:
+    def process(self, event: Mapping, index: int | None = None, *,
+                decide: bool = True) -> list[GuardDecision]:
+        """Algorithm 1 for one event; the decisions of the guards its choice names (none with
+        ``decide=False``: the caller decides with ``evaluate_now``)."""
         if index is None:
             index = self._processed
         lifeline = event.get("lifeline")
@@ -582,7 +585,7 @@ class CausalMonitor:
         self._causal_before[l] = causal_previous
         if kind == SEND and not self._shared_view:
             self._transit[mid] = (tuple(view), l, peer)
-        if data and CHOICE_KEY in data:
+        if decide and data and CHOICE_KEY in data:
             return self._decide(l, data[CHOICE_KEY], store, view, causal_previous, log_previous,
                                 causal_values, log_values, index, event)
         return []

@@ -34,12 +34,31 @@ class Change(Schema):
     violation: dict | None = None
 
 
+class GuardValue(Schema):
+    guard: str | None = Field(description="the guard data.choice names (null: data.choice "
+                                          "names none usably)")
+    value: bool | None = Field(description="the guard over the causal past of the choice "
+                                           "event; null when it cannot be decided (see reason)")
+    reason: str
+    lifeline: str
+    seen: dict[str, int] | None = Field(None, description="events of each lifeline in the "
+                                                          "causal past")
+
+
+class LateGuardValue(GuardValue):
+    step: int = Field(description="an earlier choice event, decided now that a send it "
+                                  "waited for arrived")
+
+
 class EventResult(Schema):
     index: int
     event_id: str | None = None
     status: str  # stored | duplicate | error
     step: int | None = None
     changes: list[Change] = Field(default_factory=list)
+    guards: list[GuardValue] | None = Field(None, description="a choice event's causal guards "
+                                                              "(CPL): present when data.choice "
+                                                              "names any")
     error: str | None = None
     field: str | None = None
 
@@ -80,6 +99,7 @@ class IngestOut(Schema):
     rebuilt: bool
     events: list[EventResult]
     rules: list[RuleNow]
+    guards: list[LateGuardValue] | None = None
 
 
 class RuleIfCandidate(Schema):

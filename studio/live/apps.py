@@ -9,9 +9,10 @@ class LiveConfig(AppConfig):
     def ready(self):
         from django.db.models.signals import m2m_changed, post_delete, post_save
 
-        from studio.rules.models import Labeler, Rule, RuleSet, RuleVersion
+        from studio.rules.models import CausalGuard, Labeler, Rule, RuleSet, RuleVersion
         from studio.workspaces.models import Workspace
 
+        from .causal_guards import forget_declarations
         from .services import forget_contexts
 
         # What live monitoring is checked against changed: read it again on the next delivery.
@@ -21,3 +22,7 @@ class LiveConfig(AppConfig):
                                 dispatch_uid=f"live-del-{model.__name__}")
         m2m_changed.connect(forget_contexts, sender=RuleSet.rules.through,
                             dispatch_uid="live-ruleset-rules")
+        # The causal guards live choice events are decided with (causal_guards).
+        post_save.connect(forget_declarations, sender=CausalGuard, dispatch_uid="live-guard")
+        post_delete.connect(forget_declarations, sender=CausalGuard,
+                            dispatch_uid="live-del-guard")
