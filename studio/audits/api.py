@@ -277,7 +277,7 @@ def start_audit(request, slug: str, body: AuditIn):
 def list_audits(request, slug: str, limit: int = 50, offset: int = 0):
     workspace = workspace_for(request, slug)
     limit, offset = _page(limit, offset, 500)
-    runs = (AuditRun.objects.filter(workspace=workspace)
+    runs = (AuditRun.objects.filter(workspace=workspace, impact_check__isnull=True)
             .select_related("rule_set", "created_by").prefetch_related("rule_versions__rule")
             .order_by("-created_at", "-id")[offset:offset + limit])
     return [_audit_out(run) for run in runs]

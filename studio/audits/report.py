@@ -428,6 +428,9 @@ def version_history(run: AuditRun) -> list[dict]:
                          else _who(v.reviewer, v.reviewer_token) if v.reviewed_at else None),
             "approved_at": approval.at if approval else v.reviewed_at,
             "comment": (approval.details.get("comment", "") if approval else v.review_comment),
+            # What the approver had before them (studio.evidence), as the approval recorded it.
+            "impact": approval.details.get("impact") if approval else None,
+            "cases": approval.details.get("cases") if approval else None,
             "counting": v.counting, "counting_label": COUNTING_LABELS.get(v.counting, ""),
             "counting_sentence": COUNTING_SENTENCES.get(v.counting, ""),
             "from_log": approval is not None,

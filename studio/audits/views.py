@@ -104,9 +104,9 @@ def _start(request: HttpRequest, workspace) -> tuple[AuditRun | None, dict]:
 
 def _runs_page(request: HttpRequest, workspace, roles, errors: dict | None = None,
                status: int = 200):
-    runs = (AuditRun.objects.filter(workspace=workspace)
+    runs = (AuditRun.objects.filter(workspace=workspace, impact_check__isnull=True)
             .select_related("rule_set", "upload", "created_by")
-            .order_by("-created_at", "-id"))
+            .order_by("-created_at", "-id"))  # impact checks are shown with their versions
     page = Paginator(runs, RUNS_PER_PAGE).get_page(request.GET.get("page"))
     found = {row["run_id"]: row for row in SessionResult.objects.filter(
         run__in=[r.id for r in page.object_list]).values("run_id").annotate(

@@ -90,7 +90,8 @@ def _results(run_id: int, version_ids: Iterable[int]) -> dict[int, SessionResult
     rows = (SessionResult.objects.filter(run_id=run_id, rule_version_id__in=list(version_ids))
             .select_related("session", "rule_version")
             .only("id", "session_id", "rule_version_id", "steps", "verdict", "final",
-                  "violation_count", "session__external_id", "session__is_open",
+                  "violation_count", "session__external_id", "session__source",
+                  "session__ended_at",
                   "rule_version__counting"))
     return {(r.rule_version_id, r.session_id): r for r in rows.iterator(chunk_size=2000)}
 

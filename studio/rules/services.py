@@ -334,10 +334,19 @@ def _review(version: RuleVersion, actor, outcome: str, comment: str) -> RuleVers
     version.review_comment = comment
     version.save(update_fields=["status", "reviewer", "reviewer_token", "reviewed_at",
                                 "review_comment"])
+    evidence = {}
+    if outcome == VersionStatus.APPROVED:
+        from studio.evidence.impact import counts_for_approval
+        from studio.evidence.services import check_version, summary
+
+        # What the reviewer had before them: the test cases' outcome and what the version
+        # changes on stored sessions (None: no impact check was run).
+        evidence = {"cases": summary(check_version(version)),
+                    "impact": counts_for_approval(version)}
     # The log entry is the lasting record of who approved which version, and when (UTC).
     record(workspace, actor, f"rule_version.{outcome}", version, rule=version.rule.name,
            rule_id=version.rule_id, number=version.number, formula=version.formula,
-           comment=comment, reviewed_at=now.isoformat())
+           comment=comment, reviewed_at=now.isoformat(), **evidence)
     return version
 
 

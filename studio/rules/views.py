@@ -202,7 +202,7 @@ def rule_detail(request: HttpRequest, slug: str, rule_id: int):
     counting, choices = counting_choices(selected.formula,
                                          request.POST.get("counting") or selected.counting)
     # A refused submission answers 400, as the API does (the page shows why).
-    status = 400 if "acknowledgement" in errors else 200
+    status = 400 if "acknowledgement" in errors or "cases" in errors else 200
     return render(request, "rules/detail.html", status=status, context={
         "counting": counting, "counting_choices": choices,
         "workspace": workspace, "roles": roles, "rule": rule, "versions": versions,

@@ -111,7 +111,8 @@ def _run_choice(request, workspace, problems: list[str], session=None) -> AuditR
         if run is None:
             raise Missing(f"There is no audit run {wanted} in this workspace.")
         return run
-    newest = runs.order_by("-created_at", "-id")
+    # Impact checks of unapproved versions (studio.evidence) are opened only when named.
+    newest = runs.filter(impact_check__isnull=True).order_by("-created_at", "-id")
     finished = newest.filter(status=RunStatus.DONE)
     if session is not None:
         audited = newest.filter(Exists(SessionResult.objects.filter(

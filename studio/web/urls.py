@@ -13,6 +13,7 @@ urlpatterns = [
     path("", include("studio.traces.page_urls")),
     path("", include("studio.traces.session_urls")),
     path("", include("studio.audits.urls")),
+    path("", include("studio.evidence.urls")),
     path("", include("studio.live.page_urls")),
     path("", include("studio.guard.page_urls")),
     path("", include("studio.workspaces.urls")),
