@@ -1339,7 +1339,10 @@ class _Reader:
             elif t.name == "LATER":
                 f = X(F(f))
             elif t.name == "PREVIOUSLY":
-                f = Y(O(f))
+                how = self.choose("strict", [
+                    ("strict", "the earlier event must be at a strictly earlier step"),
+                    ("same", "the earlier event may be at the same step as the later one")])
+                f = Y(O(f)) if how == "strict" else O(f)
             elif t.name == "NEXT_STEP":
                 f = X(f)
             else:
@@ -2286,7 +2289,7 @@ def formalise(text: str, engine: str = "offline", vocabulary=None) -> Formalisat
 # ---------------------------------------------------------------------------------------------
 # Several readings, grounding and a name
 
-MAX_READINGS = 3
+MAX_READINGS = 4
 # An invented atom this long (in words) is a clause the grammar did not take apart.
 MAX_INVENTED_WORDS = 5
 MAX_READS = 12           # sentences read again with other choices, at most

@@ -372,7 +372,8 @@ def ground_path(path: str, value, paths: dict, fallback: bool = True) -> str | N
 
 
 _CHANGES = {"decreas": "<", "drop": "<", "fall": "<", "shrink": "<", "go_down": "<",
-            "increas": ">", "ris": ">", "grow": ">", "go_up": ">", "chang": "!="}
+            "increas": ">", "ris": ">", "grow": ">", "go_up": ">", "chang": "!=",
+            "updat": "!="}
 
 
 def ground_change(name: str, paths: dict) -> Formula | None:
@@ -459,9 +460,16 @@ def ground(f: Formula, invented: list[str], vocabulary, words_left: str = "drop"
                 mapping.append(Grounding(phrase, grounded.text, True))
                 changed[name] = grounded
                 continue
+        # "the account balance changes": a change of a number the logs record, before any
+        # call that merely shares a word with it (``tool_call:get_balance``)
+        change = ground_change(name, paths) if paths else None
+        if change is not None and change.payload.right[0] == "prev":
+            mapping.append(Grounding(phrase, change.text, True))
+            changed[name] = change
+            continue
         grounded, leftover = ground_phrase(name, atoms, paths) if atoms else (None, [])
         if grounded is None and paths:
-            grounded = ground_change(name, paths)
+            grounded = change
         if grounded is None:
             mapping.append(Grounding(phrase, name, False))
             continue

@@ -268,7 +268,8 @@ _VERB_CMP = {
           "falls below", "drops below", "goes below", "are less than", "are below",
           "be less than", "be below", "drop below", "fall below", "go below", "stay below",
           "stays below", "remain below", "remains below", "stay under", "stays under",
-          "keep below", "<"),
+          "keep below", "dip below", "dips below", "dipped below", "sink below",
+          "sinks below", "go under", "goes under", "dropped below", "fell below", "<"),
     ">=": ("is at least", "reaches", "is no less than", "is greater than or equal to",
            "be at least", "are at least", ">="),
     "<=": ("is at most", "is no more than", "is less than or equal to", "be at most",
@@ -279,7 +280,9 @@ _VERB_CMP = {
 }
 _PREP_CMP = {
     ">": ("above", "over", "more than", "greater than", "higher than", "larger than",
-          "exceeding", "of more than", "of over", "worth more than", "bigger than"),
+          "exceeding", "of more than", "of over", "worth more than", "bigger than",
+          "longer than", "for longer than", "for more than", "costing more than",
+          "priced above", "priced over", "costing over"),
     "<": ("below", "under", "less than", "lower than", "smaller than", "of less than",
           "of under"),
     ">=": ("of at least",),
