@@ -381,15 +381,24 @@ ROOT = ("root",)  # the key of the start state before any step
 
 
 def _search(formulas: Sequence[Formula], goal: Goal, settled: Callable[[tuple], bool],
-            max_length: int, allow_empty: bool, state_cap: int, what: str) -> SearchResult:
+            max_length: int, allow_empty: bool, state_cap: int, what: str, *,
+            start: tuple | None = None, expand: Callable | None = None) -> SearchResult:
     """A shortest non-empty trace on which ``goal`` holds of the formulas' verdicts.
 
     ``settled(residuals)`` says that no continuation from those residuals can reach the goal, so
     the state need not be expanded.
+
+    Anticipation (``studio.logic.anticipation``) searches from a monitor's state instead:
+    ``start`` is ``(residuals, memory, context)`` - residuals in negation normal form with data
+    atoms abstracted, the past nodes' memory as a dict (or None) and a hashable context that
+    becomes part of every state - and ``expand(residuals, carry, context)``, when given, yields
+    ``(letter, next residuals, next carry, next context)`` in place of the letters over the atoms
+    (the data fragment's steps).
     """
     if max_length < 0:
         raise ValueError("max_length must be at least 0")
-    abstract = [propositional_abstraction(f) for f in formulas]
+    abstract = ([propositional_abstraction(f) for f in formulas] if start is None
+                else list(start[0]))
     names = _atom_names(abstract)
     _check_atom_count(names)
     past = _past_nodes(abstract)
@@ -398,16 +407,22 @@ def _search(formulas: Sequence[Formula], goal: Goal, settled: Callable[[tuple], 
 
     memory = _PastMemory(past) if past else None
 
-    def state_of(residuals: tuple, carry):
+    def state_of(residuals: tuple, carry, context=None):
         if carry is not None and not any(r.has_past for r in residuals):
             carry = None  # nothing reads the memory any more: fewer states
-        return (residuals, carry)
+        return (residuals, carry, context)
 
     def verdicts(residuals) -> tuple[bool, ...]:
         return tuple(r.empty_value for r in residuals)
 
-    start = state_of(tuple(_absorb(nnf(f)) for f in abstract),
-                     memory.initial if memory else None)
+    if start is None:
+        start = state_of(tuple(_absorb(nnf(f)) for f in abstract),
+                         memory.initial if memory else None)
+    else:
+        residuals, values, context = start
+        carry = tuple(values[n] for n in past) if memory and values is not None else (
+            memory.initial if memory else None)
+        start = state_of(tuple(_absorb(r) for r in residuals), carry, context)
     # The start state before any step is ROOT: reaching the start state again after some steps
     # (``G p`` after ``p``) is a new trace whose verdict must be checked.
     parents: dict[tuple, tuple] = {}
@@ -432,11 +447,15 @@ def _search(formulas: Sequence[Formula], goal: Goal, settled: Callable[[tuple], 
     transitions = 0
     for depth in range(1, max_length + 1):
         following = []
-        for key, (residuals, carry) in frontier:
+        for key, (residuals, carry, context) in frontier:
             if key is not ROOT and settled(residuals):
                 continue  # (the start state is expanded even so: its verdict was not checked)
-            for letter, next_residuals, next_carry in _successors(residuals, carry, memory):
-                nxt = state_of(tuple(_absorb(r) for r in next_residuals), next_carry)
+            steps = (expand(residuals, carry, context) if expand is not None
+                     else ((letter, r, c, None)
+                           for letter, r, c in _successors(residuals, carry, memory)))
+            for letter, next_residuals, next_carry, next_context in steps:
+                nxt = state_of(tuple(_absorb(r) for r in next_residuals), next_carry,
+                               next_context)
                 transitions += 1
                 if transitions >= TRANSITION_CAP:
                     return result(None, "state_cap", depth - 1)

@@ -17,6 +17,8 @@ PURE_MODULES = [
     "studio.logic.finite",
     "studio.logic.events",
     "studio.logic.review",
+    "studio.logic.anticipation",
+    "studio.logic.smt",
     "studio.logic.library",
     "studio.logic.vocabulary",
     "studio.logic.english",
@@ -27,6 +29,7 @@ PURE_MODULES = [
     "studio.monitor",
     "studio.monitor.audit",
     "studio.monitor.explain",
+    "studio.monitor.anticipation",
     "studio.causal",
 ]
 

@@ -1,0 +1,175 @@
+"""Anticipatory four-valued verdicts for the rules of a session (paper 002), next to TRAC.
+
+``SessionAnticipation(monitor)`` follows a ``SessionMonitor`` (or ``FastSessionMonitor``): call
+``observe(event)`` after each ``feed(event)``.  Per rule it keeps the four-valued verdict of the
+rule's formula over the session as a whole, with no restart (TRAC's residual, not TRAC_R's),
+the step after which it became permanent and a short reason (``studio.logic.anticipation``).
+
+Cost: a rule's verdict is looked up only when its TRAC state (or, for rules reading ``prev()``,
+the data context) changed since the last step, and never again once permanent; every state is
+decided once per rule set (``Anticipator``, shared by the sessions of a rule set, like the
+automata), so after warm-up a step is a few identity checks.
+
+``permanently_violated(monitor)`` is the guard's question: the rules no continuation of the
+session can satisfy any more, even where progression has not reached ``false``.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+from studio.logic.anticipation import (
+    PERMANENTLY_VIOLATED,
+    WORDS,
+    RuleAnticipation,
+    Verdict,
+    for_monitor_rule,
+)
+
+from .session import RuleSet, SessionMonitor
+
+
+class Anticipator:
+    """The anticipation of every rule of a rule set; its caches serve all its sessions."""
+
+    def __init__(self, ruleset: RuleSet, domain: tuple[int, int] | None = None):
+        """``domain``: every data path holds a whole number in that range (tests only)."""
+        self.ruleset = ruleset
+        self.rules: list[RuleAnticipation] = [for_monitor_rule(r, domain)
+                                              for r in ruleset.rules]
+        # Per rule: the data frames when the rule reads prev() (its context changes per step).
+        self.frames_prev = [ra.frames if ra.frames is not None and ra.frames.prev_paths else None
+                            for ra in self.rules]
+
+    @property
+    def smt_calls(self) -> int:
+        return sum(ra.smt_calls for ra in self.rules)
+
+    @property
+    def searches(self) -> int:
+        return sum(ra.searches for ra in self.rules)
+
+    def stats(self) -> dict:
+        return {"searches": self.searches, "smt_calls": self.smt_calls,
+                "smt_cache_hits": sum(ra.frames.cache_hits for ra in self.rules
+                                      if ra.frames is not None),
+                "lookups": sum(ra.lookups for ra in self.rules)}
+
+
+_anticipators: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def anticipator_for(ruleset: RuleSet) -> Anticipator:
+    """The rule set's anticipator (one per rule set, built on first use)."""
+    found = _anticipators.get(ruleset)
+    if found is None:
+        found = _anticipators[ruleset] = Anticipator(ruleset)
+    return found
+
+
+class SessionAnticipation:
+    """Four-valued verdicts of every rule over one session; see the module documentation."""
+
+    def __init__(self, monitor: SessionMonitor, anticipator: Anticipator | None = None):
+        self.monitor = monitor
+        self.anticipator = anticipator or anticipator_for(monitor.ruleset)
+        n = len(self.anticipator.rules)
+        self.verdicts: list[Verdict | None] = [None] * n
+        self.since: list[int | None] = [None] * n   # the step after which it was permanent
+        self._states: list[Any] = [None] * n
+        self._contexts: list[Any] = [None] * n
+        self._active = list(range(n))
+        if monitor.steps:  # resumed from a saved state: start from where it is
+            self.observe()
+
+    def observe(self, event: Any = None) -> list[dict]:
+        """After the monitor took a step (``event``: the event it was fed, which ``prev()``
+        reads next; by default the monitor's snapshot): the rules whose four-valued verdict
+        changed, as ``{"rule", "step", "complete", "reason"}``."""
+        monitor = self.monitor
+        step = monitor.steps - 1
+        tracs = monitor.trac
+        anticipator = self.anticipator
+        frames_prev = anticipator.frames_prev
+        changes: list[dict] = []
+        settled = False
+        previous = None
+        for i in self._active:
+            state = tracs[i].state
+            frames = frames_prev[i]
+            if frames is None:
+                if state is self._states[i]:
+                    continue
+                context = ()
+            else:
+                if previous is None:
+                    previous = event if event is not None else (monitor.previous or {})
+                context = frames.context_of(previous) if step >= 0 else frames.initial
+                if state is self._states[i] and context == self._contexts[i]:
+                    continue
+                self._contexts[i] = context
+            self._states[i] = state
+            carry = state.carry
+            verdict = anticipator.rules[i].verdict(
+                state.residual, carry.values if carry is not None else None, context)
+            if verdict is not self.verdicts[i]:
+                old = self.verdicts[i]
+                self.verdicts[i] = verdict
+                if old is None or old.value != verdict.value:
+                    changes.append({"rule": monitor.ruleset.rules[i].name, "step": step,
+                                    "complete": verdict.value, "reason": verdict.reason})
+            if verdict.permanent and step >= 0:
+                self.since[i] = step
+                settled = True
+        if settled:
+            self._active = [i for i in self._active if self.since[i] is None]
+        return changes
+
+    def results(self) -> list[dict]:
+        """Per rule: ``complete`` (the four-valued verdict after the last step),
+        ``complete_step`` (the first step after which it was permanent, or None), whether it
+        was anticipated, and the reason."""
+        out = []
+        for i, rule in enumerate(self.monitor.ruleset.rules):
+            verdict = self.verdicts[i]
+            if verdict is None:
+                self._states[i] = None
+                self.observe()
+                verdict = self.verdicts[i]
+            out.append({"rule": rule.name, "complete": verdict.value,
+                        "complete_step": self.since[i], "anticipated": verdict.anticipated,
+                        "reason": verdict.reason})
+        return out
+
+    def permanently_violated(self) -> set[str]:
+        return {r.name for r, v in zip(self.monitor.ruleset.rules, self.verdicts)
+                if v is not None and v.value == PERMANENTLY_VIOLATED}
+
+
+def verdicts_now(monitor: SessionMonitor) -> list[dict]:
+    """The four-valued verdict of every rule for the monitor's current state (no history:
+    ``complete_step`` is not known here and left out)."""
+    anticipation = SessionAnticipation(monitor)
+    if not monitor.steps:
+        anticipation.observe()
+    return [{k: v for k, v in r.items() if k != "complete_step"}
+            for r in anticipation.results()]
+
+
+def permanently_violated(monitor: SessionMonitor) -> set[str]:
+    """Names of the rules that no continuation of the monitor's session can satisfy (for the
+    rule's formula over the whole session): the guard blocks a candidate step that leads here,
+    even when progression has not reached ``false``."""
+    anticipation = SessionAnticipation(monitor)
+    if not monitor.steps:
+        anticipation.observe()
+    return anticipation.permanently_violated()
+
+
+def words(value: str) -> str:
+    return WORDS.get(value, value)
+
+
+__all__ = ["Anticipator", "SessionAnticipation", "anticipator_for", "permanently_violated",
+           "verdicts_now", "words"]
