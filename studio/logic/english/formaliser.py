@@ -1378,6 +1378,13 @@ class _Reader:
             # is due at once; an event calls for a later one (one event a step)
             when = self.choose("response", choices[::-1] if self.state_trigger else choices)
             return F(f) if when == "eventually" else f
+        if (not timing and default == "now" and not neg and not mods and extra is None
+                and _names_action_first(clause) and len(f.args) == 0 and "_" in str(f)):
+            # "if a file is deleted, email the user": an instruction, due at once or later
+            when = self.choose("response", [
+                ("now", "the required action at that very step"),
+                ("eventually", "the required action at that step or any later one")])
+            return F(f) if when == "eventually" else f
         if not timing:
             if neg and never and default == "now":
                 # "never push to prod when the build is red": not at such a step, or never
@@ -2203,6 +2210,20 @@ def _as_imperative(tokens: list[Token]) -> list[Token] | None:
     def close():
         nonlocal changed
         visible = [t for t in sentence if t.kind not in ("DROP", "SEP")]
+        # "Before sending money, verify the identity.": the main clause after an opening one
+        if (visible and visible[0].kind in _OPENERS and not any(
+                t.kind in _MAIN_VERBS | {"HAPPEN"} for t in visible)):
+            comma = next((k for k, t in enumerate(visible) if t.kind == "COMMA"), None)
+            if (comma is not None and comma + 1 < len(visible)
+                    and visible[comma + 1].kind == "WORD"
+                    and not visible[comma + 1].after_determiner
+                    and not visible[comma + 1].pronoun):
+                k = sentence.index(visible[comma + 1])
+                sentence.insert(k, Token("MODAL", "", visible[comma + 1].start))
+                changed = True
+                out.extend(sentence)
+                sentence.clear()
+                return
         plain = all(t.kind in ("WORD", "NUM", "QUOTED", "COMMA", "AND", "AND_THEN", "THEN")
                     for t in visible)
         # two actions or more ("take the key and unlock the door"): a lone phrase stays
@@ -2506,6 +2527,12 @@ def release_after_trigger(f: Formula) -> Formula:
         release = {a for a in _conjuncts(args[1].args[1]) if a.op == "atom"}
         if here & release:
             args = (args[0], WX(args[1]) if args[1].op == "W" else X(args[1]))
+    if f.op == "and":
+        # "once a refund is issued (the first one), no further refunds": the ban beside its
+        # own event starts at the next step
+        here = {a for a in args if a.op == "atom"}
+        args = tuple(WX(a) if a.op == "G" and a.args[0].op == "not" and here & {
+            b for b in a.args[0].subformulas() if b.op == "atom"} else a for a in args)
     if f.op == "implies" and args[1].op == "G" and args[1].args[0].op == "not":
         # "once a refund has gone through, no other refund": a ban on the trigger's own event
         # starts at the next step (from the trigger's step on, the trigger would break it)

@@ -328,7 +328,11 @@ def _ground_rest(rest: list[str], atoms, paths, main: str = "", name: str = "",
     # the value is a word after the call's words ("push to main"), else before them ("sell
     # orders"), never a word of another call ("starting a deploy freeze" is no value "deploy")
     entry_words = {w for a in atoms if a.startswith("tool_call:") for w in words_of(a)}
-    pool = [w for w in (after or rest) if w not in entry_words]
+    raw_of = {_STEMMED_SYNONYMS.get(_stem(w), _stem(w)): w.lower()
+              for w in re.split(r"[_\s]+", name) if w}
+    # a value names a thing: not a participle ("a refund is issued"), nor "further", "new"
+    pool = [w for w in (after or rest) if w not in entry_words
+            and not _not_a_value(raw_of.get(w, w))]
     named = [p for p in naming if set(words_of(p.rsplit(".", 1)[-1])) <= set(pool)]
     if len(named) == 1 or len(naming) == 1:
         path = (named or naming)[0]
@@ -337,6 +341,18 @@ def _ground_rest(rest: list[str], atoms, paths, main: str = "", name: str = "",
         if len(values) == 1 and raw:
             return fm.Compare(("path", path), "==", ("const", raw[-1].lower()))
     return None
+
+
+_NOT_VALUES = frozenset({"further", "another", "new", "more", "other", "again", "also", "any",
+                         "anyone", "anybody", "anything", "someone", "something", "else",
+                         "same", "next", "previous", "last", "first", "single", "each",
+                         "every", "all", "only", "out", "off", "up", "down", "back"})
+
+
+def _not_a_value(word: str) -> bool:
+    from .lexicon import IRREGULAR_PARTICIPLES
+    return (word in _NOT_VALUES or word in IRREGULAR_PARTICIPLES
+            or (len(word) > 4 and word.endswith("ed")) or word.endswith("ing"))
 
 
 def _path_type(types) -> set:
