@@ -6,6 +6,10 @@ Run from the repository root (needs the ``eval`` extra: ``pip install -e .[eval]
     .venv/bin/python -m bench.guard_textworld --episodes 20 --games 4 --train-episodes 60
     .venv/bin/python -m bench.guard_textworld --json out.json --seed 7 --epsilon 0.3
 
+The full run takes about 5 minutes of CPU (10 of wall time on a busy 2-core machine), nearly
+all of it in TextWorld's state tracking, which computes the admissible and policy commands at
+every step (about 100 ms a step); the first run also generates the 20 games (about 7 s each).
+
 The setting follows paper 000 (section 5.3, Appendix F.3) and paper 004 (Table 1):
 
 * **Games**: TextWorld's own cooking generator (``tw-make tw-cooking``), one room (the kitchen),
@@ -20,11 +24,13 @@ The setting follows paper 000 (section 5.3, Appendix F.3) and paper 004 (Table 1
   otherwise types a uniformly random admissible command.  "The walkthrough" is the one a rule-
   abiding player reads: TextWorld's ``policy_commands`` (the shortest winning command sequence
   from the current state, so the agent gets back on track after a slip), with ``examine X``
-  right after each ``take X`` (rule 1); the game's walkthrough never drops things and takes the
-  knife right before cutting, so it keeps rules 2-4.  Every violation therefore comes from a
-  slip: dropping something, taking something and then not examining it, taking the knife with
-  nothing to cut.  Slips also lose games (eating an ingredient, cutting or cooking the wrong
-  thing).
+  right after each ``take X`` (rule 1).  The policy commands never drop anything and take the
+  knife right before cutting, so they keep rules 2-4 (the walkthrough the game file stores
+  does not: it drops the knife after every cut).  Every violation therefore comes from a slip:
+  dropping something, taking something and then not examining it, taking the knife with
+  nothing left to cut.  Slips also lose games (eating an ingredient, cutting or cooking the
+  wrong thing).  Rule 4 cannot be broken in these one-room games (no exit, so no ``go`` is
+  admissible); it stays in the rule set as the paper has it.
 * **Conditions**: no guard; the exact one-step check with resampling (reactive enforcement, as
   AgentSpec does); stop at the first prediction at or above the threshold (Pro2Guard's stop);
   TRAC_P+I resampling with the sampling predictor (paper 000); resampling with the DTMC
@@ -47,6 +53,12 @@ The setting follows paper 000 (section 5.3, Appendix F.3) and paper 004 (Table 1
 * **Window**: paper 000's k = 3 steps, the proposed command included.  The sampling predictor's
   horizon counts the candidate (``sample_risk(..., 3)``); the DTMC's counts transitions after
   the state the candidate leads to, so it is asked for 2.
+
+Violations are read two ways.  The monitor's LTLf verdict counts every violation, including an
+obligation the end of the episode leaves open (a ``take`` with no step after it, a knife not
+used by the time the episode stops): a guard that stops an agent right after a take is charged
+with the missing examine.  Pro2Guard's "unsafe" counts the states executed steps reach: the
+table's "at a step" columns leave the open obligations out.  The goal is checked both ways.
 
 Prediction quality is measured on the unguarded evaluation episodes (under a guard, predicted
 violations are prevented and could not be checked): at every executed step, the predictor's risk
