@@ -152,6 +152,7 @@ class Frames:
                         f"`{a}` and `{b}` are read as separate values but one lies inside the "
                         "other")
         self.numbers = sorted({_fraction(n) for n in numbers})
+        self._number_values = sorted(numbers)  # as written: quicker to compare than Fractions
         self.strings = sorted(strings)
         if "" in self.strings or any(b == a + "\x00" for a in self.strings for b in self.strings):
             raise DataFragmentError("the empty string, or two strings with nothing between "
@@ -178,16 +179,34 @@ class Frames:
             return ()
         if previous is None:
             return self.initial
-        raw = tuple(read_path(previous, p) for p in self.prev_paths)
         if self.domain is not None:
-            return tuple((NUMBER_K, Fraction(v)) for v in raw)
+            return tuple((NUMBER_K, Fraction(read_path(previous, p))) for p in self.prev_paths)
+        if len(self.prev_paths) == 1:
+            # One value: its type is its kind and its slot among the constants (the common
+            # case, and on every step of a rule that reads prev(): kept quick).
+            value = read_path(previous, self.prev_paths[0])
+            kind = type(value)
+            if kind is int or kind is float:
+                key = (NUMBER_K, _slot(value, self._number_values))
+            elif kind is str:
+                key = (STRING_K, _slot(value, self.strings))
+            elif kind is bool:
+                key = (BOOL_K, value)
+            else:
+                key = kind_of(value)
+            found = self._raw.get(key)
+            if found is None:
+                found = self._raw[key] = self._canonical([(kind_of(value), value)], python=True)
+            return found
+        raw = tuple(read_path(previous, p) for p in self.prev_paths)
         key = tuple((type(v), v) if isinstance(v, (int, float, str, bool)) or v is None
                     else (type(v), id(v)) for v in raw)
         found = self._raw.get(key)
         if found is None:
             found = self._canonical([(kind_of(v), v) for v in raw], python=True)
-            if len(self._raw) < self.cache_limit:
-                self._raw[key] = found
+            if len(self._raw) >= self.cache_limit:
+                self._raw.clear()
+            self._raw[key] = found
         return found
 
     def _canonical(self, kinded: list[tuple[int, Any]], python: bool) -> Context:

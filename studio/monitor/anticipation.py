@@ -30,6 +30,9 @@ from studio.logic.anticipation import (
 from .session import RuleSet, SessionMonitor
 
 
+MEMO_LIMIT = 50_000
+
+
 class Anticipator:
     """The anticipation of every rule of a rule set; its caches serve all its sessions."""
 
@@ -41,6 +44,19 @@ class Anticipator:
         # Per rule: the data frames when the rule reads prev() (its context changes per step).
         self.frames_prev = [ra.frames if ra.frames is not None and ra.frames.prev_paths else None
                             for ra in self.rules]
+        # Per rule: (monitor state, context) -> verdict; states are interned by the automata.
+        self.memo: list[dict] = [{} for _ in self.rules]
+
+    def decide(self, i: int, state, context) -> Verdict:
+        """The verdict of rule ``i`` in a TRAC state of its automaton, with a data context."""
+        carry = state.carry
+        verdict = self.rules[i].verdict(state.residual,
+                                        carry.values if carry is not None else None, context)
+        memo = self.memo[i]
+        if len(memo) >= MEMO_LIMIT:
+            memo.clear()
+        memo[(state, context)] = verdict
+        return verdict
 
     @property
     def smt_calls(self) -> int:
@@ -79,7 +95,8 @@ class SessionAnticipation:
         self.since: list[int | None] = [None] * n   # the step after which it was permanent
         self._states: list[Any] = [None] * n
         self._contexts: list[Any] = [None] * n
-        self._active = list(range(n))
+        self._active = [(i, self.anticipator.frames_prev[i], self.anticipator.memo[i])
+                        for i in range(n)]
         if monitor.steps:  # resumed from a saved state: start from where it is
             self.observe()
 
@@ -90,40 +107,40 @@ class SessionAnticipation:
         monitor = self.monitor
         step = monitor.steps - 1
         tracs = monitor.trac
-        anticipator = self.anticipator
-        frames_prev = anticipator.frames_prev
+        states, contexts, verdicts = self._states, self._contexts, self.verdicts
         changes: list[dict] = []
         settled = False
-        previous = None
-        for i in self._active:
+        previous = event
+        for i, frames, memo in self._active:
             state = tracs[i].state
-            frames = frames_prev[i]
             if frames is None:
-                if state is self._states[i]:
+                if state is states[i]:
                     continue
                 context = ()
             else:
                 if previous is None:
-                    previous = event if event is not None else (monitor.previous or {})
+                    previous = monitor.previous or {}
                 context = frames.context_of(previous) if step >= 0 else frames.initial
-                if state is self._states[i] and context == self._contexts[i]:
-                    continue
-                self._contexts[i] = context
-            self._states[i] = state
-            carry = state.carry
-            verdict = anticipator.rules[i].verdict(
-                state.residual, carry.values if carry is not None else None, context)
-            if verdict is not self.verdicts[i]:
-                old = self.verdicts[i]
-                self.verdicts[i] = verdict
+                if state is states[i] and context is contexts[i]:
+                    continue  # (contexts are interned)
+                contexts[i] = context
+            states[i] = state
+            verdict = memo.get((state, context))
+            if verdict is None:
+                verdict = self.anticipator.decide(i, state, context)
+            old = verdicts[i]
+            if verdict is not old:
+                verdicts[i] = verdict
                 if old is None or old.value != verdict.value:
                     changes.append({"rule": monitor.ruleset.rules[i].name, "step": step,
                                     "complete": verdict.value, "reason": verdict.reason})
-            if verdict.permanent and step >= 0:
+            if step < 0:
+                states[i] = contexts[i] = None  # before any step: look again after the first
+            elif verdict.permanent:
                 self.since[i] = step
                 settled = True
         if settled:
-            self._active = [i for i in self._active if self.since[i] is None]
+            self._active = [entry for entry in self._active if self.since[entry[0]] is None]
         return changes
 
     def results(self) -> list[dict]:
