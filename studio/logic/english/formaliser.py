@@ -517,6 +517,7 @@ def lex(text: str) -> list[Token]:
     last = next((t for t in reversed(tokens) if t.kind != "DROP"), None)
     if last is not None and last.kind == "BEFORE":
         last.kind = "PREVIOUSLY"
+    tokens = _opening_within(tokens)
     # a sentence with nothing left in it ("Full stop.") leaves no empty sentence behind
     previous = "SEP"
     for t in tokens:
@@ -534,6 +535,33 @@ _MAIN_VERBS = frozenset({"MODAL", "NOT", "NEVER", "FORBIDDEN", "ALWAYS", "REQUIR
 _SUBJECT_PRONOUNS = frozenset({"you", "they", "we", "he", "she"})
 _CLOSING_TIMINGS = frozenset({"NEXT_STEP", "WITHIN", "WITHIN_NEXT", "EVENTUALLY", "LATER",
                               "AT_END", "ALWAYS", "PREVIOUSLY"})
+
+
+def _opening_within(tokens: list[Token]) -> list[Token]:
+    """"Within 3 steps of a refund, an email must be sent": the bound moves to the end of
+    the sentence ("if a refund, an email must be sent within 3 steps")."""
+    out: list[Token] = []
+    sentence: list[Token] = []
+
+    def close() -> None:
+        visible = [t for t in sentence if t.kind != "DROP"]
+        kinds = [t.kind for t in visible[:4]]
+        if kinds in (["WITHIN", "NUM", "STEPS", "TRIGGER"], ["WITHIN_NEXT", "NUM", "STEPS",
+                                                            "TRIGGER"]):
+            bound = visible[:3]
+            rest = [t for t in sentence if not any(t is b for b in bound)]
+            end = next((k for k in range(len(rest) - 1, -1, -1) if rest[k].kind == "SEP"),
+                       len(rest))
+            sentence[:] = rest[:end] + bound + rest[end:]
+        out.extend(sentence)
+        sentence.clear()
+
+    for t in tokens:
+        sentence.append(t)
+        if t.kind == "SEP":
+            close()
+    close()
+    return out
 
 
 def _opening_clause_commas(tokens: list[Token]) -> list[Token]:
@@ -843,6 +871,11 @@ class _Tree(Transformer):
                       and not any(w.after_copula for w in resolved)):
                     end -= 1    # "an order ships": the order
                 self.clause_phrases.append((k > 0, tuple(resolved[k:end])))
+        if (len(resolved) >= 2 and not any(t.after_determiner or t.after_copula or t.pronoun
+                                           for t in resolved)
+                and not any(t.pronoun for t in (self._token(x) for x in c))):
+            # "approve refunds before issuing them": a bare object after its verb
+            self.clause_phrases.append((True, tuple(resolved[1:])))
         if not resolved:
             raise NotUnderstood("a pronoun that refers to nothing named before it",
                                 [self._token(t) for t in c])

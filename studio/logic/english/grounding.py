@@ -346,7 +346,8 @@ def _ground_rest(rest: list[str], atoms, paths, main: str = "", name: str = "",
 _NOT_VALUES = frozenset({"further", "another", "new", "more", "other", "again", "also", "any",
                          "anyone", "anybody", "anything", "someone", "something", "else",
                          "same", "next", "previous", "last", "first", "single", "each",
-                         "every", "all", "only", "out", "off", "up", "down", "back"})
+                         "every", "all", "only", "out", "off", "up", "down", "back",
+                         "action", "step", "thing", "event", "time", "call", "tool", "turn"})
 
 
 def _not_a_value(word: str) -> bool:

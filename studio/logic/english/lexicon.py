@@ -215,6 +215,9 @@ for _noun in _SESSION:
     _add("MODAL AT_END", f"the {_noun} must end with", f"the {_noun} should end with",
          f"every {_noun} must end with", f"each {_noun} must end with",
          f"the {_noun} must close with", f"the {_noun} must finish with")
+_add("AT_START", "the first action", "the first step", "the first thing", "the first event",
+     "the first tool call", "the first call", "the very first action", "the very first step",
+     "the very first thing", "the first move", "the first turn")
 _add("AT_START", "at the start", "at the beginning", "in the first step", "at the first step",
      "first of all", "as the first step", "as the very first step", "as its first action",
      "as the first action", "at step 0", "at step zero")
