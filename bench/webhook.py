@@ -86,11 +86,11 @@ print(json.dumps({"token": token, "secret": secret}))
 '''
 
 
-def _recreate_database() -> None:
+def _recreate_database(name: str = DB_NAME) -> None:
     with psycopg.connect(host="127.0.0.1", port=5432, dbname="postgres", user="postgres",
                          autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {DB_NAME} WITH (FORCE)")
-        conn.execute(f"CREATE DATABASE {DB_NAME}")
+        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        conn.execute(f"CREATE DATABASE {name}")
 
 
 def _free_port() -> int:
@@ -109,8 +109,8 @@ def _server_env(settings_dir: str) -> dict:
     return env
 
 
-def _prepare(env: dict) -> dict:
-    _recreate_database()
+def _prepare(env: dict, database: str = DB_NAME) -> dict:
+    _recreate_database(database)
     subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=REPO, env=env,
                    check=True)
     done = subprocess.run([sys.executable, "manage.py", "shell", "-c", SETUP], cwd=REPO, env=env,
@@ -229,9 +229,12 @@ def _answer_problem(answer_body: bytes, rules: int, body: bytes = b"") -> str | 
     return None
 
 
-def run_load(spec: dict) -> dict:
+def run_load(spec: dict, requests: list | None = None, check=None) -> dict:
+    """Send ``requests`` (default: the webhook's) on the open-loop schedule of ``spec``;
+    ``check(answer, rules, body)`` says why a 200 answer is wrong (default: the webhook's)."""
     port = spec["port"]
-    requests = _requests(spec)
+    requests = _requests(spec) if requests is None else requests
+    check = check or _answer_problem
     if spec.get("baseline"):  # the same schedule against a view that does nothing
         requests = [("/healthz", None, {"Connection": "close"}) for _ in requests]
     warm, measured = requests[:spec["warmup"]], requests[spec["warmup"]:]
@@ -256,7 +259,7 @@ def run_load(spec: dict) -> dict:
             except OSError:
                 status, answer = 0, b""
             done = time.perf_counter()
-            problem = (_answer_problem(answer, spec["rules"], body)
+            problem = (check(answer, spec["rules"], body)
                        if status == 200 and body is not None else None)
             with lock:
                 latencies.append(done - at)
@@ -343,6 +346,31 @@ print(out.getvalue())
 '''
 
 
+def report(result: dict, cpu: float, goal_ms: float, rate: float, load_before: str,
+           problems: list[str] | None = None) -> bool:
+    """Print the run's figures; whether the goal was met (p99 below it, every answer 200 and
+    right)."""
+    problems = list(result["problems"]) if problems is None else problems
+    lat, svc = result["latencies"], result["service"]
+    achieved = result["count"] / result["elapsed"]
+    p50, p90, p99 = (_percentile(lat, q) for q in (0.50, 0.90, 0.99))
+    print(f"requests {result['count']}  achieved {achieved:.1f} req/s  statuses "
+          f"{dict(sorted(result['statuses'].items()))}")
+    print(f"latency from due time: p50 {p50:.2f} ms  p90 {p90:.2f} ms  p99 {p99:.2f} ms  "
+          f"max {max(lat) * 1000:.2f} ms  mean {statistics.fmean(lat) * 1000:.2f} ms")
+    print(f"latency from send:     p50 {_percentile(svc, .5):.2f} ms  "
+          f"p99 {_percentile(svc, .99):.2f} ms")
+    print(f"server CPU per request (gunicorn processes, not Postgres): {cpu * 1000:.2f} ms")
+    for problem in problems:
+        print(f"WRONG ANSWER: {problem}")
+    if result["problem_count"] > len(result["problems"]):
+        print(f"... {result['problem_count']} wrong answers in all")
+    ok = p99 < goal_ms and set(result["statuses"]) == {"200"} and not problems
+    print(f"goal p99 < {goal_ms:g} ms at {rate:g} req/s: {'met' if ok else 'NOT met'}"
+          f"  (load average before/after: {load_before} / {_load()})")
+    return ok
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rate", type=float, default=200.0, help="requests per second")
@@ -409,23 +437,7 @@ def main() -> int:
         answered = result["statuses"].get("200", 0) + spec["warmup"]
         if stored != answered:
             problems.append(f"{stored} events stored for {answered} answered POSTs")
-    lat, svc = result["latencies"], result["service"]
-    achieved = result["count"] / result["elapsed"]
-    p50, p90, p99 = (_percentile(lat, q) for q in (0.50, 0.90, 0.99))
-    print(f"requests {result['count']}  achieved {achieved:.1f} req/s  statuses "
-          f"{dict(sorted(result['statuses'].items()))}")
-    print(f"latency from due time: p50 {p50:.2f} ms  p90 {p90:.2f} ms  p99 {p99:.2f} ms  "
-          f"max {max(lat) * 1000:.2f} ms  mean {statistics.fmean(lat) * 1000:.2f} ms")
-    print(f"latency from send:     p50 {_percentile(svc, .5):.2f} ms  "
-          f"p99 {_percentile(svc, .99):.2f} ms")
-    print(f"server CPU per request (gunicorn processes, not Postgres): {cpu * 1000:.2f} ms")
-    for problem in problems:
-        print(f"WRONG ANSWER: {problem}")
-    if result["problem_count"] > len(result["problems"]):
-        print(f"... {result['problem_count']} wrong answers in all")
-    ok = p99 < GOAL_P99_MS and set(result["statuses"]) == {"200"} and not problems
-    print(f"goal p99 < {GOAL_P99_MS:g} ms at {args.rate:g} req/s: {'met' if ok else 'NOT met'}"
-          f"  (load average before/after: {load_before} / {_load()})")
+    ok = report(result, cpu, GOAL_P99_MS, args.rate, load_before, problems)
     if args.profile:
         profile_env = {**env, "DJANGO_SETTINGS_MODULE": "bench_live_settings"}
         token, count = credentials["token"], str(args.profile)

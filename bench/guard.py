@@ -1,0 +1,170 @@
+"""Guard decision latency under a bounded loopback load (issue 16, item 3), next to the webhook's.
+
+    .venv/bin/python -m bench.guard                        # 200 req/s for 20 s, gunicorn
+    .venv/bin/python -m bench.guard --rate 100 --seconds 10 --model-sessions 200
+
+Goal: p99 under 10 ms at 200 requests/s with 20 rules and a learned model of 10^4 states.
+
+What it does, in order:
+
+1. (Re)creates the Postgres database ``studio_bench_guard`` and migrates it; creates the
+   workspace of ``bench.webhook`` (the 20 rules of ``bench.workloads.RULES_20``, approved, a
+   token);
+2. stores ``--model-sessions`` finished live sessions of 20 events each (the workload's agent
+   events, posted through the live service and ended), and learns the risk model from them with
+   the product's own learning service (``studio.guard.learning``), as the Celery task does;
+   800 sessions give about 11,600 abstract states;
+3. opens ``--sessions`` live sessions with 10 events each (the guarded ones);
+4. starts gunicorn as ``bench.webhook`` does, warms every worker up (the model loaded and its
+   risks solved at the policy's horizon: not measured), then sends guard requests on a fixed
+   schedule (open loop, latency from the due time): each proposes one next event of the
+   workload; every answer is checked (a decision, a risk per rule, the learned model used).
+
+The guard stores no event, so the sessions stand still: every request asks from the same state
+of its session, which is what a guard in front of an agent's sampling loop sees too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import psycopg
+
+from bench import webhook
+from bench.workloads import RULES_20
+from studio.risk.guard import DECISIONS
+
+REPO = webhook.REPO
+DB_NAME = "studio_bench_guard"
+DB_URL = f"postgres://postgres@127.0.0.1:5432/{DB_NAME}"
+GOAL_P99_MS = 10.0
+
+MODEL = '''
+import sys, time
+from bench.workloads import agent_events
+from studio.guard import learning
+from studio.guard.models import LearnedRiskModel
+from studio.live import services as live
+from studio.workspaces.models import Workspace
+ws = Workspace.objects.get(slug="bench")
+sessions, guarded = int(sys.argv[1]), int(sys.argv[2])
+events = agent_events(sessions * 20 + guarded * 10, seed=5)
+started = time.perf_counter()
+for s in range(sessions):
+    batch = events[s * 20:(s + 1) * 20]
+    for k, event in enumerate(batch):
+        event["event_id"] = f"learn-{s}-{k}"
+    live.ingest(ws, f"learn-{s}", batch, live.SOURCE_LIVE)
+    live.end_session(ws, f"learn-{s}")
+base = sessions * 20
+for g in range(guarded):
+    batch = events[base + g * 10: base + (g + 1) * 10]
+    for k, event in enumerate(batch):
+        event["event_id"] = f"guarded-{g}-{k}"
+    live.ingest(ws, f"guarded-{g}", batch, live.SOURCE_LIVE)
+stored = time.perf_counter()
+row = learning.request_model(ws, reason="benchmark")
+learning.learn_model(row.pk)
+row.refresh_from_db()
+assert row.status == "ready", (row.status, row.error)
+print(f"stored {sessions} sessions in {stored - started:.1f} s; learned {row.states} states "
+      f"from {row.sessions} sessions ({row.events} events) in {time.perf_counter() - stored:.1f} s")
+'''
+
+
+def _guard_requests(spec: dict) -> list[tuple[str, bytes, dict]]:
+    from bench.workloads import agent_events
+
+    total = int(spec["rate"] * spec["seconds"]) + spec["warmup"]
+    proposals = agent_events(total, seed=21)
+    out = []
+    for i, event in enumerate(proposals):
+        session = f"guarded-{i % spec['sessions']}"
+        body = json.dumps({"event": event}).encode()
+        headers = {"Content-Type": "application/json", "Connection": "close",
+                   "Authorization": f"Bearer {spec['token']}"}
+        out.append((f"/api/w/bench/live/sessions/{session}/guard", body, headers))
+    return out
+
+
+def _guard_answer_problem(answer_body: bytes, rules: int, body: bytes = b"") -> str | None:
+    try:
+        answer = json.loads(answer_body)
+    except ValueError:
+        return "not JSON"
+    if answer.get("decision") not in DECISIONS:
+        return f"no decision: {answer!r}"[:200]
+    if len(answer.get("risk", {})) != rules:
+        return f"{len(answer.get('risk', {}))} rules' risks, not {rules}"
+    if not answer.get("learned_model"):
+        return "the learned model was not used"
+    return None
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rate", type=float, default=200.0, help="requests per second")
+    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--sessions", type=int, default=50, help="guarded live sessions")
+    parser.add_argument("--model-sessions", type=int, default=800,
+                        help="finished sessions the model is learned from")
+    parser.add_argument("--workers", type=int, default=2, help="gunicorn worker processes")
+    parser.add_argument("--clients", type=int, default=32, help="load generator threads")
+    parser.add_argument("--load", help=argparse.SUPPRESS)  # internal: the load process
+    args = parser.parse_args()
+    if args.load:
+        spec = json.loads(args.load)
+        result = webhook.run_load(spec, _guard_requests(spec), _guard_answer_problem)
+        json.dump(result, sys.stdout)
+        return 0
+
+    load_before = webhook._load()
+    settings_dir = tempfile.mkdtemp(prefix="bench-guard-")
+    Path(settings_dir, "bench_live_settings.py").write_text(webhook.SETTINGS_MODULE)
+    env = webhook._server_env(settings_dir)
+    env["DATABASE_URL"] = DB_URL
+    env["GUARD_MODEL_MAX_SESSIONS"] = str(args.model_sessions)
+    print(f"preparing {DB_NAME} (20 approved rules) ...", flush=True)
+    credentials = webhook._prepare(env, DB_NAME)
+    done = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c",
+         f"import sys; sys.argv = ['x', '{args.model_sessions}', '{args.sessions}']; "
+         f"exec({MODEL!r})"], cwd=REPO, env=env, check=True, capture_output=True, text=True)
+    print(done.stdout.strip().splitlines()[-1], flush=True)
+    port = webhook._free_port()
+    server = webhook._start_server(env, port, args.workers, 1)
+    try:
+        spec = {"port": port, "rate": args.rate, "seconds": args.seconds,
+                "sessions": args.sessions, "clients": args.clients,
+                "warmup": 30 * args.workers, "rules": len(RULES_20), **credentials}
+        print(f"load: {args.rate:g} req/s for {args.seconds:g} s, guard POSTs over "
+              f"{args.sessions} sessions; gunicorn {args.workers} worker(s) on "
+              f"127.0.0.1:{port}", flush=True)
+        cpu_before = webhook._server_cpu(server.pid)
+        done = subprocess.run([sys.executable, "-m", "bench.guard", "--load", json.dumps(spec)],
+                              cwd=REPO, capture_output=True, text=True, check=False,
+                              env={**os.environ, "PYTHONPATH": str(REPO)})
+        if done.returncode:
+            print(done.stderr, file=sys.stderr)
+            return 2
+        result = json.loads(done.stdout)
+        cpu = (webhook._server_cpu(server.pid) - cpu_before) / (result["count"] + spec["warmup"])
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    with psycopg.connect(DB_URL) as conn:
+        decisions = dict(conn.execute("SELECT decision, count(*) FROM guard_guarddecision "
+                                      "GROUP BY decision").fetchall())
+    ok = webhook.report(result, cpu, GOAL_P99_MS, args.rate, load_before)
+    print(f"decisions stored: {decisions}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
