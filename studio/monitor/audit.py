@@ -22,6 +22,7 @@ from pathlib import Path
 from studio.logic.parser import FormulaSyntaxError, parse
 
 from .automaton import RuleError, compile_rule
+from .anticipation import SessionAnticipation
 from .fast import FastSessionMonitor
 from .session import RuleSet
 
@@ -149,9 +150,14 @@ def check_event(event) -> str | None:
 class Audit:
     """Sessions in order of first appearance, each with its monitor and last step number."""
 
-    def __init__(self, rules: Iterable[tuple], witnesses: bool = False):
+    def __init__(self, rules: Iterable[tuple], witnesses: bool = False,
+                 anticipate: bool = False):
+        """``anticipate``: also follow every rule's four-valued verdict (paper 002,
+        ``studio.monitor.anticipation``): the report then gives ``complete`` and
+        ``complete_step`` per rule."""
         self.ruleset = RuleSet(rules)
         self.witnesses = witnesses
+        self.anticipations: dict[str, SessionAnticipation] | None = {} if anticipate else None
         self.sessions: dict[str, FastSessionMonitor] = {}
         self.last_step: dict[str, int] = {}
         self.errors: list[LineError] = []
@@ -177,13 +183,26 @@ class Audit:
             if monitor is None:
                 monitor = self.sessions[session] = FastSessionMonitor(self.ruleset,
                                                                       self.witnesses)
+                if self.anticipations is not None:
+                    self.anticipations[session] = SessionAnticipation(monitor)
             monitor.ingest(event)
+            if self.anticipations is not None:
+                self.anticipations[session].observe(event)
 
     def report(self) -> dict:
         return {"sessions": [
             {"session": name, "steps": monitor.steps,
-             "rules": [r.to_json() for r in monitor.results()]}
+             "rules": self._rules_json(name, monitor)}
             for name, monitor in self.sessions.items()]}
+
+    def _rules_json(self, name: str, monitor: FastSessionMonitor) -> list[dict]:
+        rules = [r.to_json() for r in monitor.results()]
+        if self.anticipations is not None:
+            for rule, complete in zip(rules, self.anticipations[name].results()):
+                rule["complete"] = complete["complete"]
+                rule["complete_step"] = complete["complete_step"]
+                rule["complete_reason"] = complete["reason"]
+        return rules
 
 
 def render_text(report: dict) -> str:
@@ -202,6 +221,11 @@ def render_text(report: dict) -> str:
                 f"  {r['rule']:<{width}}  {r['verdict']}{when}; at end {r['final']}; "
                 f"{len(found)} violation{'s' if len(found) != 1 else ''}"
                 + (f" [{listed}{more}]" if found else ""))
+            if "complete" in r:
+                since = (f" since step {r['complete_step']}"
+                         if r["complete_step"] is not None else "")
+                lines.append(f"  {'':<{width}}  complete: {r['complete'].replace('_', ' ')}"
+                             f"{since} ({r['complete_reason']})")
             if r["verdict"] == "pending":
                 lines.append(f"  {'':<{width}}  residual: {r['residual']}")
     return "\n".join(lines) + ("\n" if lines else "")

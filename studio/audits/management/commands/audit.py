@@ -1,4 +1,5 @@
-"""`manage.py audit LOG.jsonl [...] --rules RULES [--format json|text]`: the offline audit.
+"""`manage.py audit LOG.jsonl [...] --rules RULES [--format json|text] [--anticipate]`: the
+offline audit.
 
 Exit status: 0 when every line was audited, 1 when some lines were bad (each reported on stderr
 with its file and line number; the rest still audited), 2 when the rules or a log cannot be used.
@@ -24,13 +25,18 @@ class Command(BaseCommand):
             "--counting", choices=COUNTING_MODES, default=None,
             help="how violations are counted for every rule (default: per_instance for rules "
                  "of the form G phi, after_violation for the others)")
+        parser.add_argument(
+            "--anticipate", action="store_true",
+            help="also give each rule's complete verdict over the whole session (permanently_/"
+                 "currently_ satisfied/violated) and complete_step, the first step after which it "
+                 "was permanent")
 
     def handle(self, *args, **options):
         try:
             rules = load_rules(options["rules"], counting=options["counting"])
         except RulesFileError as exc:
             raise CommandError(str(exc), returncode=2) from None
-        audit = Audit(rules)
+        audit = Audit(rules, anticipate=options["anticipate"])
         bad_lines = 0
 
         def on_error(error):
