@@ -25,6 +25,7 @@ from . import compare, impact, services
 from .models import RuleCase
 
 router = Router(tags=["review evidence"])
+STEP_MAX = 2**31 - 1
 
 
 class CaseOut(Schema):
@@ -44,8 +45,8 @@ class CaseOut(Schema):
 
 class SessionRange(Schema):
     session_id: Id
-    from_step: int | None = Field(None, ge=0)
-    to_step: int | None = Field(None, ge=0)
+    from_step: int | None = Field(None, ge=0, le=STEP_MAX)
+    to_step: int | None = Field(None, ge=0, le=STEP_MAX)
 
 
 class TraceRef(Schema):
@@ -56,8 +57,9 @@ class TraceRef(Schema):
 class CaseIn(Schema):
     name: Text = Field("", max_length=services.NAME_MAX)
     expect: Text = Field("violate", description="violate or comply")
-    at_step: int | None = Field(None, ge=0, description="must violate: the step where the "
-                                                        "first violation is detected")
+    at_step: int | None = Field(None, ge=0, le=STEP_MAX,
+                                description="must violate: the step where the first "
+                                            "violation is detected")
     steps: Any = Field(None, description='[{"atoms": [...], "data": {path: value}}, ...]')
     table: Text | None = Field(None, max_length=20_000,
                                description="steps as text, one line per step: atoms and "
@@ -70,7 +72,7 @@ class CaseIn(Schema):
 class CasePatch(Schema):
     name: Text | None = Field(None, max_length=services.NAME_MAX)
     expect: Text | None = None
-    at_step: int | None = Field(None, ge=0)
+    at_step: int | None = Field(None, ge=0, le=STEP_MAX)
     clear_at_step: bool = False
     steps: Any = None
     table: Text | None = Field(None, max_length=20_000)
@@ -81,7 +83,7 @@ class ImpactIn(Schema):
     scope: Literal["all", "upload", "sample"] = "all"
     upload_id: Id | None = None
     sample_size: int | None = Field(None, ge=1, le=impact.SAMPLE_MAX)
-    seed: int | None = None
+    seed: int | None = Field(None, ge=0, le=2**63 - 1)
 
 
 def _rule(workspace, rule_id: int) -> Rule:
