@@ -172,7 +172,7 @@ def learn_model(record_id: int) -> str:
     row = LearnedRiskModel.objects.select_related("workspace").get(pk=record_id)
     try:
         model, used = _learn(row)
-        data = model.to_json()
+        data = model.to_json(compact=True)
     except Exception as exc:  # noqa: BLE001 - every failure is stored, worded for a person
         if not isinstance(exc, _Failed):
             log.exception("risk model %s failed", record_id)

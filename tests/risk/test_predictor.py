@@ -1,7 +1,9 @@
 """The learned predictor: risks from the state a candidate leads to, cached, PAC-backed or not."""
 
+import base64
 import json
 import random
+import zlib
 
 import numpy as np
 import pytest
@@ -117,15 +119,15 @@ def _same_matrix(a, b):
 
 @settings(max_examples=60, deadline=None)
 @given(st.sampled_from(range(len(ROUND_TRIP_RULES))), round_trip_sessions, st.booleans(),
-       st.sampled_from([1.0, 0.5]), st.sampled_from([(0.05, 0.01), (0.3, 0.2)]))
+       st.sampled_from([1.0, 0.5]), st.sampled_from([(0.05, 0.01), (0.3, 0.2)]), st.booleans())
 def test_a_stored_model_answers_exactly_as_the_learned_one(which, sessions, narrow, alpha,
-                                                           pac_parameters):
+                                                           pac_parameters, compact):
     rules = RuleSet(ROUND_TRIP_RULES[which])
     readable = sorted(Abstraction(rules).readable)
     atoms = readable[: max(1, len(readable) // 2)] if narrow else None
     epsilon, delta = pac_parameters
     learned = RiskModel.learn(Abstraction(rules, atoms), sessions, alpha, epsilon, delta)
-    stored = json.loads(json.dumps(learned.to_json()))    # as a JSON column keeps it
+    stored = json.loads(json.dumps(learned.to_json(compact)))   # as a JSON column keeps it
     model = RiskModel.from_json(stored, RuleSet(ROUND_TRIP_RULES[which]))
     assert model.states == learned.states
     assert model.abstraction.picked == learned.abstraction.picked
@@ -142,7 +144,9 @@ def test_a_stored_model_answers_exactly_as_the_learned_one(which, sessions, narr
                                   learned.unbacked(rule, horizon))
     for state in learned.states:
         assert model.answer(state, 3) == learned.answer(state, 3)
-    assert json.loads(json.dumps(model.to_json())) == stored
+    assert json.loads(json.dumps(model.to_json(compact))) == stored
+    assert json.loads(json.dumps(model.to_json(not compact))) == json.loads(json.dumps(
+        learned.to_json(not compact)))
 
 
 def test_a_stored_model_is_refused_for_other_rules_or_another_format(model):
@@ -151,3 +155,10 @@ def test_a_stored_model_is_refused_for_other_rules_or_another_format(model):
         RiskModel.from_json(data, RuleSet([("approval", "G(pay -> O approved)")]))
     with pytest.raises(ValueError, match="format"):
         RiskModel.from_json({**data, "format": 99}, RuleSet(RULES))
+    packed = model.to_json(compact=True)
+    with pytest.raises(ValueError, match="does not fit the model's states"):
+        short = base64.b64encode(zlib.compress(np.zeros(3, dtype="<i8").tobytes())).decode()
+        RiskModel.from_json({**packed, "counts": {**packed["counts"], "indptr": short}},
+                            RuleSet(RULES))
+    with pytest.raises(ValueError, match="does not read"):
+        RiskModel.from_json({**packed, "states": {"zlib": "not base64!"}}, RuleSet(RULES))
