@@ -26,6 +26,7 @@ from django.utils import timezone
 
 from studio.api.core import PermissionDenied, ServiceError
 from studio.live import services as live
+from studio.monitor.anticipation import permanently_violated
 from studio.monitor.explain import residual_reading
 from studio.risk import guard as policy_rules
 from studio.risk.guard import ALLOW, ASK_HUMAN, STOP, Assessment, Policy, PolicyError
@@ -222,9 +223,13 @@ def _assess(context: live.Context, now: live.SessionNow, raw: Any, continuation:
         learned = {name: value for name, value in answer.risk.items() if name != ANY_RULE}
         backed = answer.backed
     with live._MONITOR_LOCK:
+        doomed = permanently_violated(monitor)
         changes = monitor.feed(event)
+        # Anticipation (issue 17): a step after which no continuation can satisfy a rule
+        # violates it, even where progression has not reached false.
+        doomed = permanently_violated(monitor, event) - doomed
     rules = live.rules_if(context, now, monitor, changes)
-    violates = {r["rule"]: r["violates"] for r in rules}
+    violates = {r["rule"]: r["violates"] or r["rule"] in doomed for r in rules}
     return Assessment(violates, sampled, learned, backed), rules
 
 

@@ -87,7 +87,10 @@ def anticipator_for(ruleset: RuleSet) -> Anticipator:
 class SessionAnticipation:
     """Four-valued verdicts of every rule over one session; see the module documentation."""
 
-    def __init__(self, monitor: SessionMonitor, anticipator: Anticipator | None = None):
+    def __init__(self, monitor: SessionMonitor, anticipator: Anticipator | None = None, *,
+                 resume: bool = True):
+        """``resume``: when the monitor has taken steps already, observe its state now (the
+        steps before are not seen: ``complete_step`` is then at most the current step)."""
         self.monitor = monitor
         self.anticipator = anticipator or anticipator_for(monitor.ruleset)
         n = len(self.anticipator.rules)
@@ -97,7 +100,7 @@ class SessionAnticipation:
         self._contexts: list[Any] = [None] * n
         self._active = [(i, self.anticipator.frames_prev[i], self.anticipator.memo[i])
                         for i in range(n)]
-        if monitor.steps:  # resumed from a saved state: start from where it is
+        if monitor.steps and resume:
             self.observe()
 
     def observe(self, event: Any = None) -> list[dict]:
@@ -167,20 +170,19 @@ class SessionAnticipation:
 def verdicts_now(monitor: SessionMonitor) -> list[dict]:
     """The four-valued verdict of every rule for the monitor's current state (no history:
     ``complete_step`` is not known here and left out)."""
-    anticipation = SessionAnticipation(monitor)
-    if not monitor.steps:
-        anticipation.observe()
+    anticipation = SessionAnticipation(monitor, resume=False)
+    anticipation.observe()
     return [{k: v for k, v in r.items() if k != "complete_step"}
             for r in anticipation.results()]
 
 
-def permanently_violated(monitor: SessionMonitor) -> set[str]:
+def permanently_violated(monitor: SessionMonitor, event: Any = None) -> set[str]:
     """Names of the rules that no continuation of the monitor's session can satisfy (for the
     rule's formula over the whole session): the guard blocks a candidate step that leads here,
-    even when progression has not reached ``false``."""
-    anticipation = SessionAnticipation(monitor)
-    if not monitor.steps:
-        anticipation.observe()
+    even when progression has not reached ``false``.  ``event``: the last event fed (read for
+    ``prev()``; by default the monitor's snapshot of it)."""
+    anticipation = SessionAnticipation(monitor, resume=False)
+    anticipation.observe(event)
     return anticipation.permanently_violated()
 
 
