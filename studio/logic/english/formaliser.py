@@ -2386,7 +2386,8 @@ def _other_readings(nodes, first: _Reader) -> list[tuple[Formula, _Reader]]:
 _WORDS_LEFT = {"keep": "the words the logs do not show restrict the event (an invented atom "
                        "beside it)",
                "invent": "the phrase names something the logs do not show (an invented atom)",
-               "one": "the phrase names only the first of the entries it matches equally well"}
+               "one": "the phrase names only the first of the entries it matches equally well",
+               "keep_arguments": "a word after the call names one of its arguments"}
 
 
 def _answer(read: list, vocabulary, engine: str) -> Formalisation:
@@ -2417,6 +2418,7 @@ def _answer(read: list, vocabulary, engine: str) -> Formalisation:
         wanted = ["keep"] if "restricting" in guesses else []
         wanted += ["invent"] if "loose" in guesses else []
         wanted += ["one"] if "tie" in guesses else []
+        wanted += ["keep_arguments"] if "argument" in guesses else []
         room = max(1, MAX_READINGS - len(candidates))
         for words_left in wanted[:room]:
             other, _, _ = ground(f, invented, vocabulary, words_left, quoted)

@@ -38,7 +38,7 @@ _SYNONYMS = {
     "mail": "email", "e-mail": "email",
     "ask": "request", "seek": "request",
     "inform": "notify", "alert": "notify", "tell": "notify", "contact": "notify",
-    "reimburse": "refund", "access": "get",
+    "reimburse": "refund", "access": "get", "die": "dead", "death": "dead", "dy": "dead",
     "confirm": "verify", "validate": "verify", "authenticate": "verify",
     "id": "identity", "administrator": "admin", "adm": "admin",
     "reply": "respond", "answer": "respond", "response": "respond",
@@ -356,6 +356,22 @@ def _not_a_value(word: str) -> bool:
             or (len(word) > 4 and word.endswith("ed")) or word.endswith("ing"))
 
 
+def _flipped_state(name: str, atoms) -> Formula | None:
+    """``!door_locked`` for "door unlocked" when the logs record the state without "un" and
+    nothing records the phrase as it is written."""
+    raw = [w for w in re.split(r"[_\s]+", name) if w]
+    if not any(w.lower().startswith("un") and len(w) > 5 for w in raw):
+        return None
+    positive = "_".join(w[2:] if w.lower().startswith("un") and len(w) > 5 else w for w in raw)
+    states = [a for a in atoms if not a.startswith(("tool_call:", "role:"))]
+    for candidate in ground_ties(positive, states):
+        entry = set(words_of(candidate))
+        if (entry and entry <= set(words_of(positive)) and not entry <= set(words_of(name))
+                and not set(words_of(positive)) - entry - _IGNORABLE):
+            return fm.Not(fm.Atom(candidate))
+    return None
+
+
 def _path_type(types) -> set:
     return {str(t).lower() for t in (types or ())}
 
@@ -484,6 +500,12 @@ def ground(f: Formula, invented: list[str], vocabulary, words_left: str = "drop"
             mapping.append(Grounding(phrase, change.text, True))
             changed[name] = change
             continue
+        flipped = _flipped_state(name, atoms) if atoms else None
+        if flipped is not None:
+            # "the door is unlocked": the logs' ``door_locked``, negated
+            mapping.append(Grounding(phrase, flipped.text, True))
+            changed[name] = flipped
+            continue
         grounded, leftover = ground_phrase(name, atoms, paths) if atoms else (None, [])
         if grounded is None and paths:
             grounded = change
@@ -492,12 +514,19 @@ def ground(f: Formula, invented: list[str], vocabulary, words_left: str = "drop"
             continue
         kinds = guess_kind(name, next((a.name for a in grounded.subformulas()
                                        if a.op == "atom"), ""), leftover)
+        if (leftover and not kinds and grounded.op == "atom"
+                and grounded.name.startswith("tool_call:")
+                and any(p.startswith("output.args.") and "string" in _path_type(paths[p])
+                        for p in paths)):
+            # "go north" with the call's arguments in the logs: the word may be one's value
+            kinds = frozenset({"argument"})
         if kinds:
             partial.update(kinds)
-            if words_left == "invent":
+            if words_left == "invent" and kinds != {"argument"}:
                 mapping.append(Grounding(phrase, name, False))
                 continue
-            if words_left == "keep" and "restricting" in kinds:
+            if ((words_left == "keep" and "restricting" in kinds)
+                    or (words_left == "keep_arguments" and kinds & {"restricting", "argument"})):
                 rest = "_".join(w for w in re.split(r"[_\s]+", name)
                                 if w and _STEMMED_SYNONYMS.get(_stem(w), _stem(w)) in leftover)
                 rest = rest or "_".join(leftover)

@@ -135,6 +135,10 @@ _add("HAPPEN", "happen", "happens", "happened", "occur", "occurs", "occurred", "
      "is done", "be done", "is performed", "be performed", "be observed", "is observed",
      "be seen", "is seen", "occurs at least once")
 _PHRASES["occurs at least once"] = "HAPPEN AT_LEAST NUM=1 TIMES"
+# "Taking the key is mandatory": it must happen.
+for _p in ("is mandatory", "are mandatory", "is compulsory", "are compulsory", "is obligatory",
+           "are obligatory", "is required", "are required", "is a must"):
+    _PHRASES[_p] = "MODAL HAPPEN"
 _add("HOLD", "hold", "holds", "hold true", "holds true", "be true", "is true", "remain true",
      "remains true", "be the case", "is the case", "be satisfied", "is satisfied")
 _add("AND", "and", "as well as", "whose", "where", "while", "with the same step having")
