@@ -4,6 +4,9 @@ over time under the model of the live rules."""
 
 from __future__ import annotations
 
+import threading
+import weakref
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -24,6 +27,20 @@ from .models import LearnedRiskModel, ModelStatus
 
 LIVE_SESSIONS_SHOWN = 10
 LEARNERS = (Role.AUTHOR, Role.ADMIN)
+
+# A stored model never changes: its picture is drawn once per loaded model (and goes with it).
+_PICTURES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_PICTURES_LOCK = threading.Lock()
+
+
+def _picture(model) -> drawing.ModelDrawing:
+    with _PICTURES_LOCK:
+        found = _PICTURES.get(model)
+    if found is None:
+        found = drawing.draw_model(model)
+        with _PICTURES_LOCK:
+            _PICTURES[model] = found
+    return found
 
 
 def _policy(workspace) -> Policy:
@@ -71,7 +88,7 @@ def model_page(request: HttpRequest, slug: str):
         except learning.ModelUnreadable as exc:
             page["unreadable"] = str(exc)
         else:
-            page.update({"picture": drawing.draw_model(model), "epsilon": model.epsilon,
+            page.update({"picture": _picture(model), "epsilon": model.epsilon,
                          "delta": model.delta})
     page["sessions"], page["sessions_more"], page["risk_note"] = _live_risks(
         workspace, context, policy)

@@ -74,7 +74,11 @@ def ready(team, django_capture_on_commit_callbacks):
 
 
 def test_outsiders_get_404_and_members_see_the_page(team):
-    assert client_for(team.outsider).get(url(team)).status_code == 404
+    outsider = client_for(team.outsider)
+    assert outsider.get(url(team)).status_code == 404
+    assert outsider.get(url(team, "guard_model_progress")).status_code == 404
+    assert outsider.post(url(team, "guard_model_learn")).status_code == 404
+    assert not LearnedRiskModel.objects.exists()
     assert Client().get(url(team)).status_code == 302   # to sign in
     page = client_for(team.auditor).get(url(team))
     assert page.status_code == 200
