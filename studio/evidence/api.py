@@ -15,7 +15,7 @@ from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from ninja import Field, Router, Schema, Status
 
-from studio.api.core import Id, PermissionDenied, Text, actor_of, workspace_for
+from studio.api.core import Id, PermissionDenied, ServiceError, Text, actor_of, workspace_for
 from studio.audits.models import AuditRun
 from studio.logic.cases import parse_table
 from studio.rules.models import Rule, RuleVersion
@@ -198,8 +198,7 @@ def get_impact(request, slug: str, rule_id: Id, number: Id):
     version = _version(_rule(workspace, rule_id), number)
     check = impact.latest_check(version)
     if check is None:
-        return Status(404, {"detail": f"version {number} has no impact check yet",
-                            "field": None})
+        raise ServiceError(f"version {number} has no impact check yet", status=404)
     return impact.impact_result(check)
 
 

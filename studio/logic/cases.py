@@ -110,7 +110,9 @@ def _check_step(step: Any, i: int, reads: Reads) -> dict:
 
 
 def _known(names: frozenset[str], what: str) -> str:
-    return f" (it reads the {what} {', '.join(sorted(names))})" if names else f" (it reads no {what})"
+    if not names:
+        return f" (it reads no {what})"
+    return f" (it reads the {what} {', '.join(sorted(names))})"
 
 
 def _plain(value: Any) -> bool:
