@@ -20,7 +20,7 @@ from studio.rules.models import RuleSet
 from studio.traces.models import TraceSession, Upload
 from studio.workspaces.models import Role
 
-from . import groundtruth, report, services
+from . import groundtruth, replay, report, services
 from .models import AuditRun, GroundTruth, SessionResult, ViolationRecord
 from .verdicts import session_verdict_q
 
@@ -28,6 +28,8 @@ router = Router(tags=["audits"])
 
 Verdict = Literal["pending", "satisfied", "violated"]
 Final = Literal["satisfied", "violated"]
+Complete = Literal["permanently_satisfied", "permanently_violated", "currently_satisfied",
+                   "currently_violated"]
 RunState = Literal["queued", "running", "done", "failed"]
 MAX_OFFSET = 10**12  # beyond any table; keeps OFFSET inside a bigint
 
@@ -147,6 +149,14 @@ class RuleLane(Schema):
     timeline: list[TimelinePoint] = Field(description="TRAC's verdict from each step on, at "
                                                       "the steps where it changes")
     violations: list[ViolationOut]
+    complete: Complete | None = Field(
+        None, description="the anticipatory verdict of the rule's formula over the whole session "
+                          "(no restart) after its last step: permanently_satisfied, "
+                          "permanently_violated, currently_satisfied or currently_violated; null "
+                          "for sessions too long to replay here")
+    complete_step: int | None = Field(
+        None, description="the step after which that verdict was permanent (certain), or null")
+    complete_reason: str | None = Field(None, description="why, in a short sentence")
 
 
 class SessionVerdictsOut(Schema):
@@ -371,6 +381,10 @@ def session_verdicts(request, slug: str, audit_id: int, session_id: int):
               "timeline": [{"step": step, "verdict": verdict} for step, verdict in r.timeline],
               "violations": violations.get(r.id, [])}
              for r in results]
+    complete = replay.complete_verdicts(run, session) if results else None
+    for lane in lanes:
+        found = (complete or {}).get(lane["rule"], {})
+        lane.update({k: v for k, v in found.items() if k != "anticipated"})
     steps = results[0].steps if results else session.events.count()
     return {"audit": run.id, "session_id": session.id, "session": session.external_id,
             "steps": steps, "rules": lanes}

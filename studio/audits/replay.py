@@ -96,6 +96,42 @@ def state_at(run: AuditRun, session: TraceSession, step: int) -> StepState:
     return StepState(step, position, rules)
 
 
+# Sessions longer than this are not replayed for their complete verdicts on a page or in the
+# API (``complete_verdicts`` answers None); ``manage.py audit --anticipate`` has them all.
+COMPLETE_REPLAY_LIMIT = 20_000
+
+
+def complete_verdicts(run: AuditRun, session: TraceSession) -> dict[str, dict] | None:
+    """Per rule name, its anticipatory verdict over the whole session (paper 002, issue 17):
+    ``complete`` (permanently_/currently_ satisfied/violated), ``complete_step`` (the stored
+    step after which it was permanent, or None), ``complete_reason`` and ``anticipated``.
+    The session is replayed under the run's rules and labelers; None past
+    ``COMPLETE_REPLAY_LIMIT`` events."""
+    if Event.objects.filter(session=session).count() > COMPLETE_REPLAY_LIMIT:
+        return None
+    from studio.monitor.anticipation import SessionAnticipation
+
+    ruleset, labeling, _ = prepared_rules(run)
+    monitor = SessionMonitor(ruleset, witnesses=False)
+    anticipation = SessionAnticipation(monitor)
+    previous = None
+    positions: list[int] = []
+    for row in _rows(session):
+        event = monitor_event(row)
+        labelled = labeling.label(event, previous)
+        monitor.feed(labelled)
+        anticipation.observe(labelled)
+        previous = event
+        positions.append(row[1])
+    if not positions:
+        return None
+    return {r["rule"]: {"complete": r["complete"],
+                        "complete_step": (positions[r["complete_step"]]
+                                          if r["complete_step"] is not None else None),
+                        "complete_reason": r["reason"], "anticipated": r["anticipated"]}
+            for r in anticipation.results()}
+
+
 def labels_between(run: AuditRun, session: TraceSession, first: int,
                    last: int) -> dict[int, list[str]]:
     """The atoms true at each stored step from ``first`` to ``last``: those the run's labeling
