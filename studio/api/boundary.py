@@ -188,8 +188,14 @@ class RefuseHostileInput:
             if exc.field:
                 body["field"] = exc.field
             return JsonResponse(body, status=exc.status)
-        page = render_to_string("400.html", {"problem": exc.message, "field": exc.field},
-                                request=request)
+        # A refusal naming a field starts with the field's name (``q must not contain ...``):
+        # the page shows that name as it is spelled in the form or URL, set apart, rather than
+        # capitalising it into another name ("Q").
+        field = exc.field
+        named = bool(field) and exc.message.startswith(f"{field} ")
+        page = render_to_string("400.html", {
+            "problem": exc.message, "field": field,
+            "about_field": exc.message[len(field) + 1:] if named else ""}, request=request)
         return HttpResponse(page, status=400)
 
 
