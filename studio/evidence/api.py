@@ -26,6 +26,7 @@ from .models import RuleCase
 
 router = Router(tags=["review evidence"])
 STEP_MAX = 2**31 - 1
+WITNESSES_SHOWN = 50  # sessions of an impact answer given both witnesses (?witnesses=true)
 
 
 class CaseOut(Schema):
@@ -192,14 +193,21 @@ def start_impact(request, slug: str, rule_id: Id, number: Id, body: ImpactIn | N
 
 @router.get("{slug}/rules/{rule_id}/versions/{number}/impact", response=dict[str, Any],
             summary="The latest impact check of a version: progress, then the sessions that "
-                    "change")
-def get_impact(request, slug: str, rule_id: Id, number: Id):
+                    "change (with both versions' witnesses of the first 50: ?witnesses=true)")
+def get_impact(request, slug: str, rule_id: Id, number: Id, witnesses: bool = False):
     workspace = workspace_for(request, slug)
     version = _version(_rule(workspace, rule_id), number)
     check = impact.latest_check(version)
     if check is None:
         raise ServiceError(f"version {number} has no impact check yet", status=404)
-    return impact.impact_result(check)
+    result = impact.impact_result(check)
+    if result["summary"] is not None and witnesses:
+        # Both versions' witnesses of the first sessions listed, as the page shows them.
+        listed = result["summary"]["sessions_list"]
+        result["summary"] = {**result["summary"], "sessions_list": [
+            {**c, "witnesses": impact.witnesses(c)} if i < WITNESSES_SHOWN else c
+            for i, c in enumerate(listed)]}
+    return result
 
 
 # ---------------------------------------------------------------------------------------------

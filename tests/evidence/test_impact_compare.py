@@ -63,6 +63,11 @@ def test_impact_check_lists_the_sessions_that_change_with_the_first_differing_st
     assert change["session"] == "late-answer" and change["step"] == 1
     assert (change["verdict_before"], change["verdict_after"]) == ("satisfied", "violated")
     assert change["new_violations"] == [{"trigger": 0, "detected": 1}]
+    shown = reviewer.get(f"/api/w/impact/rules/{team.rule.id}/versions/2/impact",
+                         {"witnesses": "true"}).json()["summary"]["sessions_list"][0]
+    assert shown["witnesses"]["before"] is None
+    assert shown["witnesses"]["after"]["detected"] == 1
+    assert shown["witnesses"]["after"]["witness"][0]["labels"] == ["request"]
 
     # The review page's section: counts, the link at the step, both witnesses side by side.
     page = reviewer.get(f"/w/impact/rules/{team.rule.id}/impact?v=2")

@@ -44,6 +44,9 @@ def test_cases_added_and_promoted_on_the_page(team):
     assert RuleCase.objects.filter(rule=team.rule).count() == 2
     shown = c.get(url, headers={"HX-Request": "true"}).content.decode()
     assert "passes all 2 test cases" in shown
+    full = c.get(url)
+    assert full.status_code == 200 and "<h1>Test cases: examine_taken, version 1</h1>" in (
+        full.content.decode())
     detail = c.get(f"/w/pages/rules/{team.rule.id}/?v=1").content.decode()
     assert f"/w/pages/rules/{team.rule.id}/cases?v=1" in detail
     assert page(team.outsider).get(url).status_code == 404
