@@ -47,6 +47,9 @@ def test_cases_added_and_promoted_on_the_page(team):
     full = c.get(url)
     assert full.status_code == 200 and "<h1>Test cases: examine_taken, version 1</h1>" in (
         full.content.decode())
+    aids = c.get(f"/w/pages/rules/{team.rule.id}/review-aids?v=1",
+                 headers={"HX-Request": "true"}).content.decode()
+    assert 'name="which" value="violating"' in aids  # one click from the review aids
     detail = c.get(f"/w/pages/rules/{team.rule.id}/?v=1").content.decode()
     assert f"/w/pages/rules/{team.rule.id}/cases?v=1" in detail
     assert page(team.outsider).get(url).status_code == 404
