@@ -427,6 +427,14 @@ def _residual_context(run, session, step: int | None, results) -> dict:
 EXPLAINED_AT_STEP = 5
 
 
+def _complete_words(found: dict | None) -> dict | None:
+    """A rule's anticipatory verdict for its lane: in words, since when, and why."""
+    if not found:
+        return None
+    return {"words": found["complete"].replace("_", " "), "step": found["complete_step"],
+            "reason": found["complete_reason"]}
+
+
 def _violated_since(timeline: list, step: int | None = None) -> int | None:
     """The step from which TRAC's verdict was violated (up to ``step``), from a timeline."""
     since = None
@@ -561,6 +569,10 @@ def session_detail(request: HttpRequest, slug: str, session_id: int):
             "selected": s == step, "witness": s in witness_steps, "mark": marks.get(s)})
 
     lanes, violations = _lanes(results, window, step, witness_steps, links, extent.last)
+    # Anticipation (issue 17): each lane says when its verdict over the session became certain.
+    complete = replay.complete_verdicts(run, session) if run is not None and lanes else None
+    for lane in lanes:
+        lane["complete"] = _complete_words((complete or {}).get(lane["rule"]))
     context = {
         "workspace": workspace, "roles": roles, "session": session, "run": run,
         "run_options": _run_options(workspace), "results": results, "extent": extent,
