@@ -373,31 +373,40 @@ def relearn_if_rules_changed(workspace_id: int, labelers: bool = False
         return None
 
 
-def _after_commit(workspace_id: int | None, labelers: bool = False) -> None:
-    if workspace_id is None:
+def _after_commit(workspace_id: int | None = None, labelers: bool = False,
+                  rule_id: int | None = None) -> None:
+    """Look once the transaction has committed (nothing is read here: a signal handler must not
+    add queries to the change it follows)."""
+    if workspace_id is None and rule_id is None:
         return
 
     def run():
+        from studio.rules.models import Rule
+
         try:
-            relearn_if_rules_changed(workspace_id, labelers)
+            found = workspace_id
+            if found is None:
+                found = (Rule.objects.filter(pk=rule_id).values_list("workspace_id", flat=True)
+                         .first())
+            if found is not None:
+                relearn_if_rules_changed(found, labelers)
         except Exception:  # noqa: BLE001 - the rule change stands; the page offers learning
-            log.exception("asking for a risk model after a rule change in workspace %s",
-                          workspace_id)
+            log.exception("asking for a risk model after a change in workspace %s (rule %s)",
+                          workspace_id, rule_id)
 
     transaction.on_commit(run)
 
 
 def _rule_version_changed(sender, instance, **kwargs):
-    from studio.rules.models import Rule, VersionStatus
+    from studio.rules.models import VersionStatus
 
     if kwargs.get("signal_name") == "save" and instance.status != VersionStatus.APPROVED:
         return
     rule = sender._meta.get_field("rule")
-    if rule.is_cached(instance):
+    if rule.is_cached(instance) and instance.rule is not None:
         _after_commit(instance.rule.workspace_id)
     else:
-        _after_commit(Rule.objects.filter(pk=instance.rule_id)
-                      .values_list("workspace_id", flat=True).first())
+        _after_commit(rule_id=instance.rule_id)
 
 
 def _saved_version(sender, instance, **kwargs):
