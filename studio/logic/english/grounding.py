@@ -101,8 +101,10 @@ def words_of(name: str) -> list[str]:
     """The canonical words of an atom name or phrase (``tool_call:`` and actors left out)."""
     name = re.sub(r"^(tool_call|tool|role|stop_reason|event|action):", "", name)
     # "log in" is the login, "sign out" the logout
-    name = re.sub(r"(?i)(?<![a-z])(log|sign)[_\s]?(in|on)(?![a-z])", "login", name)
-    name = re.sub(r"(?i)(?<![a-z])(log|sign)[_\s]?(out|off)(?![a-z])", "logout", name)
+    name = re.sub(r"(?i)(?<![a-z])(log|logs|logged|logging|sign|signs|signed|signing)"
+                  r"[_\s]?(in|on)(?![a-z])", "login", name)
+    name = re.sub(r"(?i)(?<![a-z])(log|logs|logged|logging|sign|signs|signed|signing)"
+                  r"[_\s]?(out|off)(?![a-z])", "logout", name)
     out = []
     for raw in re.split(r"[_:.\-\s]+", name):
         if not raw or raw.isdigit():
@@ -203,6 +205,19 @@ def ground_ties(name: str, vocabulary_atoms) -> list[str]:
             best, best_score = [candidate], score
         elif score == best_score:
             best.append(candidate)
+    if len(best) > 1 and sum(c.startswith("tool_call:") for c in best) == 1:
+        # one word for a call and a state ("log in": ``tool_call:login``, ``logged_in``): the
+        # words as written tell them apart ("logging in" the call, "logged in" the state)
+        raw = [w.lower() for w in re.split(r"[_\s]+", name) if len(w) > 2]
+        action = any(w.endswith("ing") for w in raw)
+        state = any(w.endswith("ed") for w in raw)
+
+        def closeness(candidate: str) -> tuple:
+            written = set(re.split(r"[_:\s]+", candidate.lower()))
+            call = candidate.startswith("tool_call:")
+            return (call and action) or (not call and state)
+        top = max(closeness(c) for c in best)
+        best = [c for c in best if closeness(c) == top]
     return best
 
 
@@ -348,6 +363,11 @@ _NOT_VALUES = frozenset({"further", "another", "new", "more", "other", "again", 
                          "same", "next", "previous", "last", "first", "single", "each",
                          "every", "all", "only", "out", "off", "up", "down", "back",
                          "action", "step", "thing", "event", "time", "call", "tool", "turn"})
+
+
+_NOT_VALUE_STEMS = frozenset(_stem(w) for w in _NOT_VALUES)
+_COMPASS = frozenset({"north", "south", "east", "west", "northeast", "northwest", "southeast",
+                      "southwest", "up", "down", "left", "right"})
 
 
 def _not_a_value(word: str) -> bool:
@@ -514,7 +534,8 @@ def ground(f: Formula, invented: list[str], vocabulary, words_left: str = "drop"
             continue
         kinds = guess_kind(name, next((a.name for a in grounded.subformulas()
                                        if a.op == "atom"), ""), leftover)
-        if (leftover and not kinds and grounded.op == "atom"
+        values = [w for w in leftover if w not in _NOT_VALUE_STEMS]
+        if (values and not kinds and grounded.op == "atom"
                 and grounded.name.startswith("tool_call:")
                 and any(p.startswith("output.args.") and "string" in _path_type(paths[p])
                         for p in paths)):
@@ -532,7 +553,17 @@ def ground(f: Formula, invented: list[str], vocabulary, words_left: str = "drop"
                 rest = rest or "_".join(leftover)
                 mapping.append(Grounding(phrase, grounded.text, True))
                 # the qualifier may be a state the logs record ("anything poisonous" ->
-                # ``item_poisonous``)
+                # ``item_poisonous``), or an argument's value ("go north", "take the lamp")
+                naming = sorted(p for p in paths if p.startswith("output.args.")
+                                and "string" in _path_type(paths[p])
+                                and p.rsplit(".", 1)[-1] in _NAMING_ARGUMENTS)
+                if "restricting" not in kinds and naming and "_" not in rest:
+                    wanted = "direction" if rest.lower() in _COMPASS else "object"
+                    path = next((p for p in naming if p.endswith("." + wanted)), naming[0])
+                    value = fm.Compare(("path", path), "==", ("const", rest.lower()))
+                    mapping.append(Grounding(rest, value.text, True))
+                    changed[name] = fm.And(grounded, value)
+                    continue
                 states = [a for a in atoms if not a.startswith(("tool_call:", "role:"))]
                 state = ground_atom(rest, states) if states else None
                 if state is not None:
