@@ -219,7 +219,9 @@ def _assess(context: live.Context, now: live.SessionNow, raw: Any, continuation:
     event = live.label_event(context, now.monitor_event(clean), now.previous)
     learned, backed = None, False
     if model is not None:
-        answer = model.predict(monitor, event, policy.horizon)
+        # The horizon counts the proposed step as the first (as sampling does); the model's
+        # horizon counts the steps after the state the proposed step leads to.
+        answer = model.predict(monitor, event, policy.horizon - 1)
         learned = {name: value for name, value in answer.risk.items() if name != ANY_RULE}
         backed = answer.backed
     with live._MONITOR_LOCK:
