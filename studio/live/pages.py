@@ -59,7 +59,8 @@ def rules_in_words(session: TraceSession, current: dict, context: services.Conte
                                   counting=counting.get(rule["rule"], ""))
         rules.append({**rule, "session_verdict": verdict, "words": verdict_words(verdict),
                       "final_words": verdict_words(rule["final"]) if rule["final"] else "",
-                      "reading": residual_reading(rule["residual"])})
+                      "reading": residual_reading(rule["residual"]),
+                      "complete_words": rule.get("complete", "").replace("_", " ")})
     return {"session": session, "note": current["note"], "rules": rules}
 
 

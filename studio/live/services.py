@@ -54,6 +54,7 @@ from studio.labeling import Labeling, make_labeler
 from studio.labeling.llm import LLMError
 from studio.logic.vocabulary import collect_event
 from studio.monitor import VIOLATED, FastSessionMonitor, RuleSet, SessionMonitor
+from studio.monitor.anticipation import verdicts_now
 from studio.monitor.verdicts import session_verdict
 from studio.rules.models import Labeler, Rule, RuleVersion, VersionStatus
 from studio.rules.models import RuleSet as RuleSetModel
@@ -1072,6 +1073,9 @@ def current_rules(session: TraceSession, context: Context) -> dict:
     with _MONITOR_LOCK:
         rules = _rule_states(live.monitor, _counts(live.monitor, live.counts),
                              open=session.is_open)
+        # Anticipation (issue 17): the four-valued verdict over the whole session, and why.
+        for rule, complete in zip(rules, verdicts_now(live.monitor)):
+            rule.update(complete=complete["complete"], complete_reason=complete["reason"])
     note = ""
     if key != context.versions_key:
         note = ("monitored against earlier rule versions; the next event re-monitors the "

@@ -25,3 +25,23 @@ def test_lanes_show_the_step_a_verdict_became_certain(team, start):  # noqa: F81
         f"/w/acme/sessions/{session_id(team, 'a')}/", {"run": run.id}).content.decode()
     assert "permanently satisfied, certain since step 0" in page
     assert "permanently violated, certain since step 1: no continuation can satisfy it" in page
+
+
+def test_the_live_page_says_which_verdicts_are_certain(django_user_model):
+    from studio.live import services as live_services
+    from studio.workspaces import services as workspace_services
+    from tests.live.conftest import Agent, approve
+
+    live_services.clear_caches()
+    owner = django_user_model.objects.create_user(username="owner", password="pw-owner-123")
+    workspace = workspace_services.create_workspace("Acme", owner=owner, slug="acme")
+    approve(workspace, owner, "refund_owed",
+            "F tool_call:refund & G(tool_call:pay -> G !tool_call:refund)")
+    approve(workspace, owner, "no_delete", "G !tool_call:delete")
+    _, token = workspace_services.create_token(workspace, "agent", ["auditor"], by=owner)
+    agent = Agent("acme", token=token)
+    assert agent.post("s1", [{"event_id": "e1", "output": {"tool": "pay"}}]).status_code == 200
+    page = client_of(owner).get("/w/acme/live/").content.decode()
+    live_services.clear_caches()
+    assert "Permanently violated: no continuation can satisfy it" in page
+    assert "Currently satisfied: met if the session ended now" in page
