@@ -99,6 +99,15 @@ def test_a_receive_posted_before_its_send_is_decided_when_the_send_arrives(works
                                "seen": {"Orchestrator": 2, "TestRunner": 3, "Committer": 3}}]
 
 
+def test_a_send_later_in_the_same_batch_decides_the_choice_in_its_item(workspace, token,
+                                                                       merge_ok):
+    events = merge_scenario()
+    proposal_send = events.pop(5)
+    body = post(Agent("acme", token=token), *events, proposal_send)
+    (value,) = [g for item in body["events"] for g in item.get("guards", ())]
+    assert value["value"] is True and "guards" not in body
+
+
 def test_unknown_guards_and_bad_choices_are_answered_not_failed(workspace, token, merge_ok):
     agent = Agent("acme", token=token)
     response = agent.post("s-bad", [
