@@ -72,7 +72,8 @@ class NothingToLearn(ServiceError):
     status = 409
 
 
-def _key(versions) -> list[list]:
+def key_of(versions) -> list[list]:
+    """Rule versions as ``Context.versions_key`` lists them: ``[[rule, version id], ...]``."""
     return [[str(rule), int(version_id)] for rule, version_id in versions]
 
 
@@ -107,7 +108,7 @@ def request_model(workspace: Workspace, actor=None, reason: str = "on demand"
     """A model to learn for the workspace's live rule versions: the one queued or running for
     them already, else the one still waiting (for other versions) retargeted, else a new one,
     enqueued after commit.  ``NothingToLearn`` when no approved rule is monitored live."""
-    key = _key((v.rule, v.id) for v in live.live_versions(workspace))
+    key = key_of((v.rule, v.id) for v in live.live_versions(workspace))
     if not key:
         raise NothingToLearn("no approved rule is monitored live, so there is no model to "
                              "learn; approve a rule (or mark a rule set live) first")
@@ -118,7 +119,7 @@ def request_model(workspace: Workspace, actor=None, reason: str = "on demand"
         active = list(LearnedRiskModel.objects.filter(workspace=workspace, status__in=ACTIVE)
                       .only("id", "versions", "status").order_by("-id"))
         for found in active:
-            if _key(found.versions) == key:
+            if key_of(found.versions) == key:
                 return LearnedRiskModel.objects.get(pk=found.pk)
         for found in active:
             if found.status == ModelStatus.QUEUED and LearnedRiskModel.objects.filter(
@@ -203,7 +204,7 @@ def _reason(exc: Exception) -> str:
 def ruleset_of(versions) -> object:
     """The compiled rules of ``versions`` (``[[rule, version id], ...]``), in that order, as
     live monitoring builds them.  ``_Failed`` when a version no longer exists."""
-    key = _key(versions)
+    key = key_of(versions)
     found = {v.id: v for v in RuleVersion.objects.filter(id__in=[i for _, i in key])
              .select_related("rule")}
     missing = [f"{rule} (version id {i})" for rule, i in key if i not in found]
@@ -277,12 +278,12 @@ def clear_caches() -> None:
 
 def newest_ready_id(workspace: Workspace, versions) -> int | None:
     """The id of the newest ready model learned for exactly ``versions`` (one query)."""
-    key = _key(versions)
+    key = key_of(versions)
     candidates = (LearnedRiskModel.objects
                   .filter(workspace=workspace, status=ModelStatus.READY)
                   .order_by("-finished_at", "-id").values_list("id", "versions")[:50])
     for pk, stored in candidates:
-        if _key(stored) == key:
+        if key_of(stored) == key:
             return pk
     return None
 
@@ -294,7 +295,7 @@ def current_model(workspace: Workspace, versions_key) -> RiskModel | None:
     risks are solved when first asked, per rule and horizon (``RiskModel.risks``), and kept.
     A stored model that cannot be loaded counts as none (logged once): the guard goes on with
     its other predictors."""
-    key = (workspace.pk, tuple(map(tuple, _key(versions_key))))
+    key = (workspace.pk, tuple(map(tuple, key_of(versions_key))))
     now = time.monotonic()
     with _LOCK:
         cached = _NEWEST.get(key)
@@ -363,8 +364,8 @@ def relearn_if_rules_changed(workspace_id: int, labelers: bool = False
     workspace = Workspace.objects.filter(pk=workspace_id).first()
     if workspace is None:
         return None
-    key = _key((v.rule, v.id) for v in live.live_versions(workspace))
-    if not key or (key == _key(newest) and not labelers):
+    key = key_of((v.rule, v.id) for v in live.live_versions(workspace))
+    if not key or (key == key_of(newest) and not labelers):
         return None
     try:
         return request_model(workspace, None, "the labelers changed" if labelers

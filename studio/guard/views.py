@@ -82,7 +82,7 @@ def model_page(request: HttpRequest, slug: str):
         page["newest_versions"] = _versions_in_words(newest.versions)
     if drawn is not None:
         page.update({"drawn_versions": _versions_in_words(drawn.versions),
-                     "drawn_is_live": learning._key(drawn.versions) == context.versions_key})
+                     "drawn_is_live": learning.key_of(drawn.versions) == context.versions_key})
         try:
             model = learning.load_model(drawn.pk)
         except learning.ModelUnreadable as exc:
