@@ -76,7 +76,7 @@ def test_impact_check_lists_the_sessions_that_change_with_the_first_differing_st
     assert "1 of 4 sessions would change" in text
     run = ImpactCheck.objects.get().run_id
     assert f"?run={run}&amp;step=1" in text
-    assert "no violation" in text and "detected at step 1" in text
+    assert "no violation" in text and "triggered at step 0, detected at step 1" in text
     # Impact runs stay out of the audit list.
     listed = reviewer.get("/api/w/impact/audits").json()
     assert run not in [r["id"] for r in listed]
