@@ -211,6 +211,20 @@ def _in_opening_trigger(tokens: list[Token]) -> bool:
             and all(t.kind in ("WORD", "NUM", "QUOTED", "COMPARE", "VALUE") for t in visible[1:]))
 
 
+def _already_follows(raws: list[_Raw], i: int) -> int:
+    """The index after "has already" / "was previously" / "already" at ``raws[i]`` (a relative
+    clause about an earlier event), or 0."""
+    j = i
+    if j < len(raws) and raws[j].key in _RELATIVE_VERBS:
+        j += 1
+    if j < len(raws) and raws[j].key in ("already", "previously", "earlier", "before"):
+        j += 1
+        if j < len(raws) and raws[j].key in ("been", "be"):
+            j += 1
+        return j if j < len(raws) and raws[j].kind == "word" else 0
+    return 0
+
+
 def _sentence_end(raws: list[_Raw], i: int) -> int:
     return next((j for j in range(i, len(raws)) if raws[j].kind == "punct"
                  and raws[j].text in ".;!?"), len(raws))
@@ -297,6 +311,13 @@ def lex(text: str) -> list[Token]:
             else:
                 emitted.append(Token("AFTER", raw.text, raw.start))
             i += 1
+        elif (raw.kind == "word" and raw.key in ("that", "which", "who") and previous_kind == "WORD"
+              and _already_follows(raws, i + 1)):
+            # "an order that has already shipped": the object and what happened to it before
+            end = _already_follows(raws, i + 1)
+            emitted.append(Token("ALREADY_DONE", text[raw.start:raws[end - 1].start
+                                                       + len(raws[end - 1].text)], raw.start))
+            i = end
         elif (raw.kind == "word" and raw.key in ("that", "which", "who") and previous_kind == "WORD"
               and i + 1 < len(raws) and raws[i + 1].key in _RELATIVE_VERBS):
             # "refund orders that are flagged for fraud": an object qualified by the clause
@@ -925,6 +946,10 @@ class _Tree(Transformer):
         a, b = self._items(c)
         return Connective("without", (a, b))
 
+    def already_done(self, c):
+        a, b = self._items(c)
+        return Connective("already", (a, b))
+
     # -- clauses
     def _mod(self, c, name):
         number_token = next((t for t in c if t.type == "NUM"), None)
@@ -1332,6 +1357,9 @@ class _Reader:
             return And(items[0], Not(items[1]))
         if node.op == "without":
             return And(items[0], Not(O(items[1])))
+        if node.op == "already":
+            # "cancel an order that has already shipped": the shipping came at or before it
+            return And(items[0], O(items[1]))
         raise AssertionError(node.op)  # pragma: no cover
 
     # -- clauses
@@ -2562,6 +2590,12 @@ def release_after_trigger(f: Formula) -> Formula:
         release = {a for a in _conjuncts(args[1].args[1]) if a.op == "atom"}
         if here & release:
             args = (args[0], WX(args[1]) if args[1].op == "W" else X(args[1]))
+    if f.op == "and":
+        # "never refund an order that was already refunded": the earlier refund is another
+        # one, strictly before (at the same step it would be this one)
+        here = {a for a in args if a.op == "atom"}
+        args = tuple(Y(a) if a.op == "O" and here & {
+            b for b in a.args[0].subformulas() if b.op == "atom"} else a for a in args)
     if f.op == "and":
         # "once a refund is issued (the first one), no further refunds": the ban beside its
         # own event starts at the next step
