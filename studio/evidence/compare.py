@@ -67,9 +67,13 @@ class RuleComparison:
     changes: list[SessionChange] = field(default_factory=list)
     only_before: bool = False
     only_after: bool = False
+    sessions_only_before: int = 0  # audited by one side only (erased, or out of the other's scope)
+    sessions_only_after: int = 0
 
     def counts(self) -> dict:
         return {"sessions_compared": self.sessions_compared,
+                "sessions_only_before": self.sessions_only_before,
+                "sessions_only_after": self.sessions_only_after,
                 "sessions_changed": self.changed_sessions,
                 "verdict_changed": self.verdict_changed, "to_violated": self.to_violated,
                 "to_satisfied": self.to_satisfied, "count_changed": self.count_changed,
@@ -111,6 +115,8 @@ def compare_pairs(rule: RuleComparison, before: dict[int, SessionResult],
     """Fill ``rule`` from the results of the two sides, by session id."""
     common = sorted(set(before) & set(after))
     rule.sessions_compared = len(common)
+    rule.sessions_only_before = len(set(before) - set(after))
+    rule.sessions_only_after = len(set(after) - set(before))
     # Only results that may differ need their violations read.
     suspects = [s for s in common
                 if before[s].violation_count or after[s].violation_count

@@ -82,7 +82,8 @@ def start_impact(version: RuleVersion, by, scope: str = ImpactScope.ALL,
         check = ImpactCheck.objects.create(
             workspace=workspace, version=version, baseline=baseline, run=run, scope=scope,
             upload=upload, sample_size=len(sessions) if scope == ImpactScope.SAMPLE else None,
-            sessions_available=len(stored), created_by=_user(by))
+            sessions_available=len(stored), created_by=_user(by), formula=version.formula,
+            counting=version.counting)
         record(workspace, by, "rule_version.impact_started", version, rule=rule.name,
                number=version.number, baseline=baseline.number if baseline else None,
                run=run.id, scope=scope, sessions=len(sessions), stored=len(stored))
@@ -95,8 +96,8 @@ def _user(by):
 
 
 def latest_check(version: RuleVersion) -> ImpactCheck | None:
-    return (ImpactCheck.objects.filter(version=version).select_related("run", "baseline")
-            .first())
+    return (ImpactCheck.objects.filter(version=version)
+            .select_related("run", "baseline", "version").first())
 
 
 def impact_result(check: ImpactCheck) -> dict:
@@ -107,7 +108,7 @@ def impact_result(check: ImpactCheck) -> dict:
            "scope": check.scope, "upload_id": check.upload_id,
            "sample_size": check.sample_size, "sessions_available": check.sessions_available,
            "sessions": run.sessions_total, "progress": audit_progress(run),
-           "created_at": check.created_at, "summary": None}
+           "created_at": check.created_at, "summary": None, "stale": is_stale(check)}
     if run.status == RunStatus.DONE:
         if check.summary is None:
             compared = compare_versions(run, check.baseline, check.version)
@@ -118,6 +119,12 @@ def impact_result(check: ImpactCheck) -> dict:
             ImpactCheck.objects.filter(pk=check.pk).update(summary=check.summary)
         out["summary"] = check.summary
     return out
+
+
+def is_stale(check: ImpactCheck) -> bool:
+    """Whether the version was edited after it was checked (only drafts can be)."""
+    version = check.version
+    return (check.formula, check.counting) != (version.formula, version.counting)
 
 
 def counts(check: ImpactCheck | None) -> dict | None:
@@ -136,7 +143,11 @@ def counts(check: ImpactCheck | None) -> dict | None:
 
 
 def counts_for_approval(version: RuleVersion) -> dict | None:
-    return counts(latest_check(version))
+    """The latest check's counts, unless it was made on an earlier formula of the version."""
+    check = latest_check(version)
+    if check is not None and is_stale(check):
+        return {"run": check.run_id, "stale": True}
+    return counts(check)
 
 
 def witnesses(change: dict) -> dict:

@@ -64,6 +64,9 @@ class ImpactCheck(models.Model):
                                related_name="+")
     sample_size = models.PositiveIntegerField(null=True, blank=True)
     sessions_available = models.PositiveIntegerField(default=0)
+    # The draft's formula and counting when checked: a draft edited since makes the check stale.
+    formula = models.TextField(blank=True)
+    counting = models.CharField(max_length=20, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
                                    on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)

@@ -139,6 +139,7 @@ def test_two_runs_compared_as_json_csv_and_page(team, django_capture_on_commit_c
     (rule,) = body["rules"]
     assert (rule["version_before"], rule["version_after"]) == (1, 2)
     assert rule["verdict_changed"] == 1 and rule["new_violations"] == 1
+    assert (rule["sessions_only_before"], rule["sessions_only_after"]) == (0, 0)
     assert rule["sessions"][0]["session"] == "late-answer" and rule["sessions"][0]["step"] == 1
     back = c.get(f"/api/w/impact/audits/{after.id}/compare/{before.id}").json()["rules"][0]
     assert back["disappeared_violations"] == 1 and back["to_satisfied"] == 1
@@ -159,3 +160,37 @@ def test_two_runs_compared_as_json_csv_and_page(team, django_capture_on_commit_c
     assert client(team.outsider).get(
         f"/api/w/impact/audits/{before.id}/compare/{after.id}").status_code == 404
     assert client(team.outsider).get("/w/impact/audits/compare").status_code == 404
+
+
+def test_a_rule_without_an_approved_version_is_checked_against_nothing(
+        django_capture_on_commit_callbacks):
+    team = make_team("fresh")
+    version = add_rule(team, "no_delete", "G !delete", approved=False)
+    add_sessions(team, {"deletes": [{"labels": []}, {"labels": ["delete"]}],
+                        "keeps": [{"labels": []}]})
+    with django_capture_on_commit_callbacks(execute=True):
+        started = post(client(team.author), f"fresh/rules/{version.rule_id}/versions/1/impact")
+    body = client(team.author).get(
+        f"/api/w/fresh/rules/{version.rule_id}/versions/1/impact").json()
+    assert started.status_code == 202 and body["baseline"] is None
+    (change,) = body["summary"]["sessions_list"]
+    assert (change["session"], change["step"], change["verdict_after"]) == ("deletes", 1,
+                                                                            "violated")
+
+
+def test_a_check_of_an_earlier_draft_is_stale_and_not_counted_at_approval(
+        team, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        post(client(team.author), f"impact/rules/{team.rule.id}/versions/2/impact")
+    rules.update_draft(RuleVersion.objects.get(pk=team.v2.pk), team.author,
+                       formula="G(request -> F[0,1] answer)")
+    body = client(team.author).get(
+        f"/api/w/impact/rules/{team.rule.id}/versions/2/impact").json()
+    assert body["stale"] is True
+    page = client(team.author).get(f"/w/impact/rules/{team.rule.id}/impact?v=2")
+    assert "edited after this check" in page.content.decode()
+    rules.submit_for_review(RuleVersion.objects.get(pk=team.v2.pk), team.author,
+                            ACK["acknowledgement"])
+    rules.approve(RuleVersion.objects.get(pk=team.v2.pk), team.reviewer)
+    entry = AuditLogEntry.objects.get(action="rule_version.approved", target_id=team.v2.id)
+    assert entry.details["impact"]["stale"] is True
