@@ -109,9 +109,6 @@ class RuleAnticipation:
         self._cache: dict[tuple, Verdict] = {}
         self.searches = 0
         self.lookups = 0
-        if frames is not None:
-            self._by_text = {c.text: c for c in frames.comparisons}
-            self._names = frozenset(self._by_text)
 
     @classmethod
     def for_formula(cls, formula: Formula, **kwargs) -> RuleAnticipation:
@@ -203,33 +200,7 @@ class RuleAnticipation:
                        start=((abstract,), values, context), expand=expand)
 
     def _expander(self, abstract: Formula):
-        """The steps of the data search: per data frame (z3), every valuation of the atoms the
-        state reads."""
-        frames = self.frames
-        past = _past_nodes([abstract])
-        memory = _PastMemory(past) if past else None
-        names = self._names
-
-        def expand(residuals, carry, context):
-            reads = {a for r in residuals for a in r.atoms if isinstance(a, str)}
-            if carry is not None:
-                reads |= memory.names
-            plain = tuple(sorted(reads - names))
-            seen = set()
-            for held, after in frames.steps(context):
-                data = frozenset(c.text for c in held if c.text in reads)
-                if (data, after) in seen:
-                    continue
-                seen.add((data, after))
-                for letter in _letters(plain):
-                    labels = letter | data
-                    next_carry = carry
-                    if carry is not None:
-                        next_carry, past_true = memory.advance(carry, labels)
-                        labels = labels | past_true
-                    yield labels, tuple(_advance(r, labels) for r in residuals), next_carry, after
-
-        return expand
+        return data_expander(self.frames, [abstract])
 
     def _conflict(self, residual: Formula) -> str:
         """For a data rule: two data atoms the residual needs together that no step can make
@@ -242,6 +213,37 @@ class RuleAnticipation:
                 if _together(residual, a, b) and self.frames.jointly_impossible(a, b):
                     return f": `{a.text}` and `{b.text}` cannot both hold"
         return ""
+
+
+def data_expander(frames, abstracts: Sequence[Formula]):
+    """The steps of a search over data (``review._search``'s ``expand``): per data frame of
+    ``frames`` (z3), every valuation of the atoms the state reads.  ``abstracts``: the searched
+    formulas with data atoms abstracted (their past nodes make the memory).  A letter is the
+    atom names and the data atoms' texts that hold."""
+    past = _past_nodes(list(abstracts))
+    memory = _PastMemory(past) if past else None
+    names = frozenset(c.text for c in frames.comparisons)
+
+    def expand(residuals, carry, context):
+        reads = {a for r in residuals for a in r.atoms if isinstance(a, str)}
+        if carry is not None:
+            reads |= memory.names
+        plain = tuple(sorted(reads - names))
+        seen = set()
+        for held, after in frames.steps(context):
+            data = frozenset(c.text for c in held if c.text in reads)
+            if (data, after) in seen:
+                continue
+            seen.add((data, after))
+            for atoms in _letters(plain):
+                letter = labels = atoms | data
+                next_carry = carry
+                if carry is not None:
+                    next_carry, past_true = memory.advance(carry, labels)
+                    labels = labels | past_true
+                yield letter, tuple(_advance(r, labels) for r in residuals), next_carry, after
+
+    return expand
 
 
 def _together(f: Formula, a: Formula, b: Formula) -> bool:
@@ -272,5 +274,6 @@ __all__ = [
     "WORDS",
     "RuleAnticipation",
     "Verdict",
+    "data_expander",
     "for_monitor_rule",
 ]

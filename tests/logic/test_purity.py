@@ -19,6 +19,7 @@ PURE_MODULES = [
     "studio.logic.review",
     "studio.logic.anticipation",
     "studio.logic.smt",
+    "studio.logic.data_review",
     "studio.logic.library",
     "studio.logic.vocabulary",
     "studio.logic.english",
