@@ -346,7 +346,11 @@ def _ground_rest(rest: list[str], atoms, paths, main: str = "", name: str = "",
     raw_of = {_STEMMED_SYNONYMS.get(_stem(w), _stem(w)): w.lower()
               for w in re.split(r"[_\s]+", name) if w}
     # a value names a thing: not a participle ("a refund is issued"), nor "further", "new"
-    pool = [w for w in (after or rest) if w not in entry_words
+    raw_words = [w.lower() for w in re.split(r"[_\s]+", name) if w]
+    # "issued twice for the same order": what the event is for is not an argument's value
+    after_for = {_STEMMED_SYNONYMS.get(_stem(w), _stem(w))
+                 for k, w in enumerate(raw_words) if "for" in raw_words[:k]}
+    pool = [w for w in (after or rest) if w not in entry_words and w not in after_for
             and not _not_a_value(raw_of.get(w, w))]
     named = [p for p in naming if set(words_of(p.rsplit(".", 1)[-1])) <= set(pool)]
     if len(named) == 1 or len(naming) == 1:
@@ -557,7 +561,8 @@ def ground(f: Formula, invented: list[str], vocabulary, words_left: str = "drop"
                 naming = sorted(p for p in paths if p.startswith("output.args.")
                                 and "string" in _path_type(paths[p])
                                 and p.rsplit(".", 1)[-1] in _NAMING_ARGUMENTS)
-                if "restricting" not in kinds and naming and "_" not in rest:
+                if ("restricting" not in kinds and naming and "_" not in rest
+                        and not _not_a_value(rest.lower())):
                     wanted = "direction" if rest.lower() in _COMPASS else "object"
                     path = next((p for p in naming if p.endswith("." + wanted)), naming[0])
                     value = fm.Compare(("path", path), "==", ("const", rest.lower()))
@@ -574,7 +579,7 @@ def ground(f: Formula, invented: list[str], vocabulary, words_left: str = "drop"
                 # flight" -> ``output.args.route_type == "international"``)
                 strings = [p for p in paths if p.startswith("output.args.")
                            and "string" in _path_type(paths[p])]
-                if len(strings) == 1 and "_" not in rest:
+                if len(strings) == 1 and "_" not in rest and not _not_a_value(rest.lower()):
                     value = fm.Compare(("path", strings[0]), "==", ("const", rest.lower()))
                     mapping.append(Grounding(rest, value.text, True))
                     changed[name] = fm.And(grounded, value)
@@ -598,7 +603,11 @@ def ground(f: Formula, invented: list[str], vocabulary, words_left: str = "drop"
                 named = ground_path(left[1], _const(c.right), paths, fallback=False)
                 event = ground_atom(left[1].removeprefix("data."), atoms)
                 target = ground_path(left[1], _const(c.right), paths)
-                if named is None and event is not None and target is not None:
+                extra_words = set(words_of(left[1].removeprefix("data."))) - set(
+                    words_of((named or "").rsplit(".", 1)[-1]))
+                if event is not None and target is not None and (named is None or (
+                        extra_words and set(words_of(event)) <= extra_words)):
+                    # "the amount of any refund must not exceed 500": the refund's amount
                     # "no single refund may exceed 200": the refund's amount
                     mapping.append(Grounding(left[1].removeprefix("data.").replace("_", " "),
                                              f"{event} & {target}", True))
