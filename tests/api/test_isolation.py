@@ -91,8 +91,9 @@ def _path_keys(op: dict, kind: str) -> list[str]:
 # Integer path parameters are ids; string ones are names inside the workspace (a live session's
 # external id), which another workspace may use too.
 WITH_IDS = [(m, p, op) for m, p, op in SCOPED if _path_keys(op, "integer")]
-# Integer body properties that are amounts, not ids (a workspace's retention in days).
-NOT_IDS = {"retention_days"}
+# Integer body properties that are amounts, not ids (a workspace's retention in days, a guard
+# request's resample count).
+NOT_IDS = {"retention_days", "attempt"}
 WITH_BODY_REFS = [(m, p, op) for m, p, op in SCOPED if not _path_keys(op, "integer") and any(
     _refers(prop, _schema()) for content in op.get("requestBody", {}).get("content", {}).values()
     for name, prop in _resolve(content["schema"], _schema()).get("properties", {}).items()
