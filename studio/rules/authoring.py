@@ -8,7 +8,7 @@ the API show is the dictionary these functions return.
 from __future__ import annotations
 
 from studio.api.core import ServiceError
-from studio.logic import review
+from studio.logic import data_review, review
 from studio.logic.english import Formalisation
 from studio.logic.english import formalise as offline_formalise
 from studio.logic.finite import holds
@@ -19,6 +19,8 @@ ENGINES = ("offline", "llm")
 ENGLISH_LIMIT = 4000
 # Shorter than the core's default: the page waits for these searches.
 REVIEW_LENGTH = 10
+# Data searches step through z3 frames: a smaller state budget keeps a review answer quick.
+DATA_STATE_CAP = 20_000
 
 
 def formalise(english: str, engine: str = "offline", atoms: tuple[str, ...] = (),
@@ -64,7 +66,22 @@ def _formalisation(result: Formalisation) -> dict:
 
 def _trace(found: review.SearchResult) -> dict:
     steps = None if found.trace is None else [sorted(letter) for letter in found.trace]
-    return {"steps": steps, "exact": found.exhaustive, "message": found.message}
+    out = {"steps": steps, "exact": found.exhaustive, "message": found.message}
+    if getattr(found, "events", None) is not None:
+        out["events"] = found.events  # data atoms read as data: the steps as real events
+    return out
+
+
+def _reads_data(*formulas: Formula) -> bool:
+    return any(g.op == "cmp" for f in formulas for g in f.subformulas())
+
+
+def _find(formula: Formula, satisfying: bool):
+    """A shortest satisfying/violating trace; with data atoms, of real events (issue 17)."""
+    if _reads_data(formula):
+        return data_review.find_data_trace(formula, satisfying, REVIEW_LENGTH,
+                                           state_cap=DATA_STATE_CAP)
+    return review.find_trace(formula, satisfying, REVIEW_LENGTH)
 
 
 def counting_aids(formula: Formula, counting: str | None) -> dict:
@@ -98,8 +115,8 @@ def review_aids(text: str, compare_to: str | None = None, counting: str | None =
 
         aids["counting_before"] = COUNTING_LABELS.get(compare_counting, compare_counting)
     try:
-        aids["satisfying"] = _trace(review.find_trace(formula, True, REVIEW_LENGTH))
-        aids["violating"] = _trace(review.find_trace(formula, False, REVIEW_LENGTH))
+        aids["satisfying"] = _trace(_find(formula, True))
+        aids["violating"] = _trace(_find(formula, False))
         aids["warnings"] = [{"kind": w.kind, "message": w.message, "exact": w.exact,
                              "trigger": w.trigger}
                             for w in review.warnings(formula, REVIEW_LENGTH)]
@@ -111,10 +128,20 @@ def review_aids(text: str, compare_to: str | None = None, counting: str | None =
 
 
 def _compare(before: Formula, after: Formula) -> dict:
-    found = review.find_distinguishing_trace(before, after, REVIEW_LENGTH)
+    if _reads_data(before, after):
+        found = data_review.find_data_distinguishing_trace(before, after, REVIEW_LENGTH,
+                                                           state_cap=DATA_STATE_CAP)
+    else:
+        found = review.find_distinguishing_trace(before, after, REVIEW_LENGTH)
     out = {"equivalent": found.trace is None, "exact": found.exhaustive,
            "message": found.message, "other": before.text, "steps": None}
-    if found.trace is not None:
+    if getattr(found, "events", None) is not None:
+        # Real events: both formulas read on them as the monitor reads them.
+        out["steps"] = [sorted(letter) for letter in found.trace]
+        out["events"] = found.events
+        steps = [(frozenset(e["labels"]), e) for e in found.events]
+        out["other_holds"], out["this_holds"] = holds(before, steps), holds(after, steps)
+    elif found.trace is not None:
         out["steps"] = [sorted(letter) for letter in found.trace]
         # Which of the two holds on it (data atoms read as independent propositions).
         out["other_holds"] = _holds_on(before, found.trace)
