@@ -406,3 +406,84 @@ def test_a_relative_clause_qualifies_the_object_and_a_negated_adjective_a_state(
     assert _among("G (ship_to_address -> verified)", answer), answer.text
     answer = formalise("Never go west while the lantern is unlit.")
     assert _among("G (go_west -> lantern_lit)", answer), answer.text
+
+
+# ---------------------------------------------------------------------------------------------
+# Constructions found in rules written by people who never saw the grammar (issue 14): where
+# the English leaves the meaning open, every reading is offered, never one silent guess
+
+SHOP = _Vocabulary({"tool_call:ship_order", "tool_call:notify_customer", "tool_call:refund",
+                    "tool_call:send_replacement", "tool_call:check_inventory",
+                    "tool_call:place_order", "tool_call:book_flight", "tool_call:book_hotel",
+                    "payment_pending"},
+                   {"output.args.amount": "number"})
+
+
+def _readings(text: str, vocabulary=SHOP) -> list[str]:
+    return [r.text for r in formalise(text, vocabulary=vocabulary).readings]
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("No more than two refunds may be issued.",
+     "G (tool_call:refund -> WX G (tool_call:refund -> WX G !tool_call:refund))"),
+    ("The agent must place exactly one order.",
+     "F tool_call:place_order & G (tool_call:place_order -> WX G !tool_call:place_order)"),
+])
+def test_a_count_before_a_noun_counts_the_events(text, expected):
+    assert _among(expected, formalise(text, vocabulary=SHOP)), _readings(text)
+
+
+def test_within_k_steps_of_a_trigger_is_offered_counting_its_step_and_after_it():
+    answer = formalise("Whenever an order ships, the customer must be notified within 3 steps.",
+                       vocabulary=SHOP)
+    assert _among("G (tool_call:ship_order -> F[0,3] tool_call:notify_customer)", answer)
+    assert _among("G (tool_call:ship_order -> F[1,3] tool_call:notify_customer)", answer)
+    answer = formalise("Customers must be notified within 3 steps of any shipment.",
+                       vocabulary=SHOP)
+    assert _among("G (tool_call:ship_order -> F[0,3] tool_call:notify_customer)", answer)
+
+
+def test_a_ban_on_the_triggers_own_event_starts_at_the_next_step():
+    answer = formalise("Once a refund has gone through, neither another refund nor a "
+                       "replacement may be sent.", vocabulary=SHOP)
+    assert answer.text == ("G (tool_call:refund -> WX G !(tool_call:refund | "
+                           "tool_call:send_replacement))")
+
+
+def test_an_opening_clause_without_its_comma_is_read():
+    answer = formalise("Once the order ships the customer must be notified.", vocabulary=SHOP)
+    assert _among("G (tool_call:ship_order -> F tool_call:notify_customer)", answer), \
+        answer.text
+
+
+def test_immediately_before_is_the_step_before():
+    answer = formalise("The stock check has to happen right before an order is placed.",
+                       vocabulary=SHOP)
+    assert answer.text == "G (tool_call:place_order -> Y tool_call:check_inventory)"
+
+
+def test_must_have_after_a_before_scope_is_precedence():
+    answer = formalise("Before shipping an order, the agent must have checked the inventory.",
+                       vocabulary=SHOP)
+    assert _among("!tool_call:ship_order W tool_call:check_inventory", answer), answer.text
+
+
+def test_while_inside_a_sentence_guards_the_rule():
+    answer = formalise("No order may be placed while a payment is pending.", vocabulary=SHOP)
+    assert _among("G (payment_pending -> !tool_call:place_order)", answer), answer.text
+
+
+def test_a_phrase_that_fits_several_entries_equally_reads_as_any_of_them():
+    answer = formalise("While a payment is pending, no other booking may be made.",
+                       vocabulary=SHOP)
+    assert answer.text == ("G (payment_pending -> !(tool_call:book_flight | "
+                           "tool_call:book_hotel))")
+    assert len(answer.readings) == 2    # the first entry alone, offered second
+
+
+def test_a_reading_that_holds_on_every_session_is_never_offered():
+    answer = formalise("Between shipping an order and shipping it, never refund.",
+                       vocabulary=SHOP)
+    for reading in answer.readings:
+        assert distinguishing_trace(reading.formula, parse("true"),
+                                    max_length=MAX_LENGTH) is not None
