@@ -62,6 +62,7 @@ class RuleComparison:
     to_violated: int = 0
     to_satisfied: int = 0
     count_changed: int = 0
+    moved_only: int = 0
     new_violations: int = 0
     disappeared_violations: int = 0
     changes: list[SessionChange] = field(default_factory=list)
@@ -77,6 +78,7 @@ class RuleComparison:
                 "sessions_changed": self.changed_sessions,
                 "verdict_changed": self.verdict_changed, "to_violated": self.to_violated,
                 "to_satisfied": self.to_satisfied, "count_changed": self.count_changed,
+                "moved_only": self.moved_only,
                 "new_violations": self.new_violations,
                 "disappeared_violations": self.disappeared_violations}
 
@@ -140,6 +142,8 @@ def compare_pairs(rule: RuleComparison, before: dict[int, SessionResult],
             rule.to_satisfied += vb == "satisfied"
         if a.violation_count != b.violation_count:
             rule.count_changed += 1
+        elif va == vb:
+            rule.moved_only += 1  # as many violations, detected at other steps
         rule.new_violations += len(new)
         rule.disappeared_violations += len(gone)
         if len(rule.changes) < LIST_LIMIT:
