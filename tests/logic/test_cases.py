@@ -7,13 +7,17 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from studio.logic import library
 from studio.logic.cases import (CaseError, Reads, check_steps, parse_table, run_case,
                                 steps_from_trace, table_text)
+from studio.logic.finite import holds
 from studio.logic.library_cases import cases_for
 from studio.logic.parser import parse
 from studio.monitor import RuleSet
+from tests.logic.strategies import label_traces, labels_only, monitorable_formulas
 
 
 def rules(formula: str, counting: str | None = None) -> RuleSet:
@@ -77,3 +81,18 @@ def test_the_cases_core_imports_no_django():
     code = ("import sys, studio.logic.cases, studio.logic.library_cases; "
             "sys.exit('django' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+# The one verdict of a case, under the rule's default counting, is the finite-trace oracle's.
+
+@settings(max_examples=300, deadline=None)
+@given(monitorable_formulas(4, data=False), label_traces(1, 8), st.booleans())
+def test_a_case_passes_exactly_when_the_oracle_agrees(formula, trace, say_holds):
+    rs = RuleSet([("r", formula)])
+    steps = [{"atoms": sorted(letter), "data": {}} for letter in trace]
+    truth = holds(formula, labels_only(trace))
+    expect = "comply" if say_holds else "violate"
+    outcome = run_case(rs, steps, expect)
+    assert outcome.passed == (truth == say_holds), (formula.text, trace, outcome)
+    if not outcome.passed:
+        assert outcome.differs_at is not None and 0 <= outcome.differs_at < len(trace)
