@@ -221,7 +221,8 @@ def _assess(context: live.Context, now: live.SessionNow, raw: Any, continuation:
     if model is not None:
         # The horizon counts the proposed step as the first (as sampling does); the model's
         # horizon counts the steps after the state the proposed step leads to.
-        answer = model.predict(monitor, event, policy.horizon - 1)
+        with live._MONITOR_LOCK:   # stepping stored states parses formulas: one at a time
+            answer = model.predict(monitor, event, policy.horizon - 1)
         learned = {name: value for name, value in answer.risk.items() if name != ANY_RULE}
         backed = answer.backed
     with live._MONITOR_LOCK:
@@ -243,17 +244,19 @@ def _sampled(context: live.Context, now: live.SessionNow, request: GuardRequest,
         return None
     samples = [[request.event, *request.continuation]]
     samples += [[event, *continuation] for event, continuation in request.candidates]
-    cleaned = []
+    labelled = []
     for s, sample in enumerate(samples):
         where = "" if s == 0 else f"candidates[{s - 1}]."
-        steps = []
+        steps, previous = [], now.previous
         for k, raw in enumerate(sample[:policy.horizon]):
             field = f"{where}event" if k == 0 else f"{where}continuation[{k - 1}]"
-            steps.append(now.monitor_event(_clean(raw, now.external_id, field), k))
-        cleaned.append(steps)
-    with live._labelers_answer():
-        answer = sample_risk(context.ruleset, now.state, cleaned, policy.horizon,
-                             previous=now.previous, label=context.labeling.label,
+            event = now.monitor_event(_clean(raw, now.external_id, field), k)
+            # Labelled here, outside the monitors' lock (a labeler may ask a model).
+            steps.append(live.label_event(context, event, previous))
+            previous = event
+        labelled.append(steps)
+    with live._MONITOR_LOCK:   # the monitors intern formulas: one thread at a time
+        answer = sample_risk(context.ruleset, now.state, labelled, policy.horizon,
                              monitor_class=live.FastSessionMonitor)
     return answer.risk
 
