@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from studio.api.core import ServiceError
 from studio.logic import cases as pure
-from studio.logic import review
+from studio.logic import data_review, review
 from studio.logic.parser import FormulaSyntaxError, parse
 from studio.monitor import RuleError, RuleSet
 from studio.rules.models import Rule, RuleVersion
@@ -26,7 +26,9 @@ from studio.workspaces.services import record
 from .models import Expectation, RuleCase
 
 NAME_MAX = 200
-REVIEW_LENGTH = 10  # as the review aids search (studio.rules.authoring)
+# As the review aids search (studio.rules.authoring).
+REVIEW_LENGTH = 10
+DATA_STATE_CAP = 20_000
 
 
 def _user(actor):
@@ -157,15 +159,25 @@ def case_from_trace(version: RuleVersion, actor, which: str) -> RuleCase:
     if which not in ("satisfying", "violating"):
         raise ServiceError("which must be satisfying or violating", field="which", status=422)
     formula = parse(version.formula)
+    satisfying = which == "satisfying"
     try:
-        found = review.find_trace(formula, which == "satisfying", REVIEW_LENGTH)
+        # The search the review aids show: with data atoms, of real events with values.
+        if any(g.op == "cmp" for g in formula.subformulas()):
+            found = data_review.find_data_trace(formula, satisfying, REVIEW_LENGTH,
+                                                state_cap=DATA_STATE_CAP)
+        else:
+            found = review.find_trace(formula, satisfying, REVIEW_LENGTH)
     except review.ReviewLimitError as exc:
         raise ServiceError(str(exc), field="which", status=422) from None
     if found.trace is None:
         raise ServiceError(f"version {version.number} has no {which} trace to promote "
                            f"({found.message})", field="which", status=422)
     try:
-        steps = pure.steps_from_trace(found.trace, formula)
+        if getattr(found, "events", None) is not None:
+            steps = pure.steps_from_events(found.events, lambda event, previous: event,
+                                           pure.Reads.of([formula]))
+        else:
+            steps = pure.steps_from_trace(found.trace, formula)
     except pure.CaseError as exc:
         raise ServiceError(exc.message, field=exc.field, status=422) from None
     expect = Expectation.COMPLY if which == "satisfying" else Expectation.VIOLATE

@@ -161,3 +161,13 @@ def test_a_new_version_is_checked_on_save_and_blocked_until_the_case_changes(tea
     submitted = api.post(f"cases/rules/{team.rule.id}/versions/2/submit", ack)
     assert submitted.status_code == 200, submitted.content
     assert submitted.json()["status"] == "in_review"
+
+
+def test_a_promoted_trace_with_prev_gets_the_review_aids_event_values():
+    team = make_team("prev")
+    version = add_rule(team, "rises", "G(data.amount > prev(data.amount) -> F approved)")
+    answer = Api(team.author).post(f"prev/rules/{version.rule_id}/cases",
+                                   {"from_trace": {"version": 1, "which": "violating"}})
+    assert answer.status_code == 201, answer.content
+    assert all("data.amount" in step["data"] for step in answer.json()["steps"])
+    assert answer.json()["result"]["passed"]
