@@ -33,7 +33,17 @@ from .review import (
     propositional_abstraction,
 )
 from .progression import nnf
-from .smt import BOOL_K, MISSING_K, NULL_K, NUMBER_K, OTHER_K, STRING_K, DataFragmentError, Frames
+from .smt import (
+    BOOL_K,
+    MISSING_K,
+    NULL_K,
+    NUMBER_K,
+    OTHER_K,
+    STRING_K,
+    Z3_LOCK,
+    DataFragmentError,
+    Frames,
+)
 
 
 @dataclass(frozen=True)
@@ -151,6 +161,11 @@ def _plain_events(trace) -> list[dict] | None:
 def events_for(frames: Frames, trace: list) -> list[dict]:
     """Events with concrete values whose data atoms hold exactly as in ``trace`` (label sets
     with the texts of the data atoms that hold)."""
+    with Z3_LOCK:
+        return _events_for(frames, trace)
+
+
+def _events_for(frames: Frames, trace: list) -> list[dict]:
     import z3
 
     paths = frames.paths

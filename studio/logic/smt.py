@@ -32,6 +32,7 @@ the fragment (``DataFragmentError``): their values are not independent.
 
 from __future__ import annotations
 
+import threading
 from fractions import Fraction
 from typing import Any
 
@@ -45,6 +46,11 @@ ORDERED = (NUMBER_K, STRING_K)
 
 # A context: per path ``prev()`` reads (sorted), ``(kind, canonical value)``.
 Context = tuple
+
+
+# z3's default context is not safe to use from two threads at once (live requests, review
+# pages): every use of it here holds this lock.
+Z3_LOCK = threading.RLock()
 
 
 class DataFragmentError(ValueError):
@@ -316,6 +322,10 @@ class Frames:
         if found is not None:
             self.cache_hits += 1
             return found
+        with Z3_LOCK:
+            return self._steps(context)
+
+    def _steps(self, context: Context) -> tuple:
         if self._z3 is None:
             self._setup()
         z3, kinds, vals, domain, _, _ = self._z3
@@ -366,6 +376,10 @@ class Frames:
 
     def jointly_impossible(self, a: Formula, b: Formula) -> bool:
         """No step, after any previous event, makes both data atoms hold."""
+        with Z3_LOCK:
+            return self._jointly_impossible(a, b)
+
+    def _jointly_impossible(self, a: Formula, b: Formula) -> bool:
         if self._z3 is None:
             self._setup()
         z3, _, _, domain, prev_k, prev_v = self._z3
