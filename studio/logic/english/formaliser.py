@@ -2523,6 +2523,9 @@ def _trivial(f: Formula) -> bool:
 
     if f is fm.TRUE or f is fm.FALSE:
         return True
+    if any(g.op in ("U", "W") and g.args[1] is fm.FALSE for g in f.subformulas()):
+        # "!p W (p & !p)": the grounding named both sides of a precedence with one entry
+        return True
     try:
         return (distinguishing_trace(f, fm.TRUE, max_length=COMPARE_LENGTH) is None
                 or distinguishing_trace(f, fm.FALSE, max_length=COMPARE_LENGTH) is None)

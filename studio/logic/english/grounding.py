@@ -156,6 +156,33 @@ _ROLE_WORDS = frozenset(_stem(w) for w in ("message", "messages", "turn", "speak
                                             "replies", "answer"))
 
 
+_SPEAKERS = {"assistant": "role:assistant", "agent": "role:assistant", "bot": "role:assistant",
+             "chatbot": "role:assistant", "ai": "role:assistant", "model": "role:assistant",
+             "user": "role:user", "customer": "role:user", "client": "role:user",
+             "caller": "role:user"}
+_SPEAKING = frozenset({"message", "messages", "reply", "replies", "respond", "responds",
+                       "response", "answer", "answers", "say", "says", "said", "write", "writes",
+                       "speak", "speaks", "talk", "talks", "turn", "in", "back", "to", "again",
+                       "something", "anything", "user", "customer", "them"})
+
+
+def _speaker(name: str, atoms) -> str | None:
+    """``role:assistant`` for "the assistant replies", ``role:user`` for "the user writes in":
+    a phrase that only names who speaks (the role word itself is dropped as an actor
+    elsewhere)."""
+    raw = [w.lower() for w in re.split(r"[_\s]+", name) if w]
+    roles = [_SPEAKERS[w] for w in raw if w in _SPEAKERS]
+    if not roles or roles[0] not in atoms:
+        return None
+    rest = [w for w in raw if w not in _SPEAKERS]
+    if not rest or not all(w in _SPEAKING for w in rest):
+        return None
+    if not any(w in _SPEAKING and w not in ("in", "back", "to", "again", "them", "user",
+                                             "customer") for w in rest):
+        return None
+    return roles[0]
+
+
 def _role_fits(phrase: list[str], candidate: str) -> bool:
     """A role atom names who speaks, not what is said: "the user reports a problem" is not
     ``role:user`` (it is something the user says), "a user message" is."""
@@ -495,6 +522,12 @@ def ground(f: Formula, invented: list[str], vocabulary, words_left: str = "drop"
                 changed[name] = value
             else:
                 mapping.append(Grounding(phrase, name, False))
+            continue
+        spoken = _speaker(name, atoms)
+        if spoken is not None:
+            # "the assistant replies": a message of that role
+            mapping.append(Grounding(phrase, spoken, True))
+            changed[name] = fm.Atom(spoken)
             continue
         calls = sorted(a for a in atoms if a.startswith("tool_call:"))
         if (len(calls) > 1 and not words_of(name)
