@@ -1589,6 +1589,23 @@ class _Reader:
         """"Every request must eventually be answered": a response from the subject to the
         predicate (None when the clause has no subject and predicate to tell apart)."""
         segments = clause.segments
+        every = next(k for k, x in enumerate(segments) if isinstance(x, Mod) and x.name == "EVERY")
+        if (any(isinstance(x, Mod) and x.name != "EVERY" for x in segments[:every])
+                and every + 1 < len(segments)
+                and all(not isinstance(x, Mod) for x in segments[every + 1:])):
+            # "the agent must respond to every user message": each message calls for a reply
+            trigger = self.prop(_merge(list(segments[every + 1:])))
+            when = self.choose("every_object", [
+                ("after", "the action answers each of them, at that step or later"),
+                ("before", "the action comes before each of them (a review, an approval)")])
+            if when == "before":
+                return _Rule(G(Implies(trigger, O(self.subject(Clause(list(
+                    segments[:every])))))))
+            required = self.consequent(Clause(list(segments[:every])), "now")
+            f = G(Implies(trigger, required))
+            if required.op == "F":
+                return _Rule(f, "response", p=trigger, s=required.args[0])
+            return _Rule(f)
         split = next((k for k, x in enumerate(segments)
                       if isinstance(x, Mod) and x.name != "EVERY"), None)
         if split is None:
