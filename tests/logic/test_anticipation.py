@@ -16,6 +16,8 @@ asked with the same domain (``smt.Frames(domain=...)``).
 
 from __future__ import annotations
 
+import itertools
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -28,6 +30,7 @@ from studio.logic.anticipation import (
     RuleAnticipation,
 )
 from studio.logic.events import compare
+from studio.logic.finite import holds
 from studio.logic.formula import Formula
 from studio.logic.parser import parse
 from studio.logic.progression import nnf, progress
@@ -345,3 +348,38 @@ def test_decided_once_per_state():
     for _ in range(100):
         ra.verdict(f, None, ())
     assert (ra.smt_calls, ra.searches) == (calls, searches)
+
+
+VALUES = [None, 0, 1, 1.5, 2, 2.5, 3, "a"]
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(formulas(3, monitorable=True, bounded=False), st.data())
+def test_permanent_verdicts_with_real_values_survive_brute_force(f, data):
+    """Values as events carry them (missing, numbers between the constants, a string): a
+    verdict said to be permanent holds on every continuation of up to two steps."""
+    names = _atoms_of(f)
+    atom_sets = _subsets(names)
+    letter = st.tuples(st.sampled_from(atom_sets), st.sampled_from(VALUES))
+    prefix = data.draw(st.lists(letter, min_size=1, max_size=3))
+
+    def event(atoms, x):
+        return {"labels": sorted(atoms), "data": {} if x is None else {"x": x}}
+
+    ruleset = RuleSet([("rule", f, "first")])
+    monitor = SessionMonitor(ruleset)
+    anticipation = SessionAnticipation(monitor)
+    for atoms, x in prefix:
+        e = event(atoms, x)
+        monitor.feed(e)
+        anticipation.observe(e)
+    verdict = anticipation.verdicts[0]
+    assert verdict.anticipated
+    steps = [(frozenset(a), event(a, x)) for a, x in prefix]
+    now = holds(f, steps)
+    assert verdict.satisfied == now
+    if verdict.permanent:
+        conts = [(frozenset(a), event(a, x)) for a in atom_sets for x in VALUES]
+        for n in (1, 2):
+            for combo in itertools.product(conts, repeat=n):
+                assert holds(f, steps + list(combo)) == now, (f.text, prefix, combo)
