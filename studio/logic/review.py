@@ -18,7 +18,8 @@ Data atoms
     Answers "equivalent", "unsatisfiable" and "valid" are therefore exact for the abstraction and
     safe (never wrong) for the real data: a rule that is unsatisfiable in the abstraction is
     unsatisfiable on real events.  A quoted atom whose name is the text of a comparison in the same
-    formula is identified with that comparison.
+    formula is identified with that comparison.  ``studio.logic.data_review`` runs the same search
+    with data atoms read as data (exact in the fragment of ``studio.logic.smt``).
 
 How the searches work, and when they are exact
     The search is breadth-first over states of the monitor: the tuple of residuals (progression,
