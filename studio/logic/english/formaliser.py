@@ -539,6 +539,7 @@ def lex(text: str) -> list[Token]:
     if last is not None and last.kind == "BEFORE":
         last.kind = "PREVIOUSLY"
     tokens = _opening_within(tokens)
+    tokens = _opening_only(tokens)
     # a sentence with nothing left in it ("Full stop.") leaves no empty sentence behind
     previous = "SEP"
     for t in tokens:
@@ -556,6 +557,39 @@ _MAIN_VERBS = frozenset({"MODAL", "NOT", "NEVER", "FORBIDDEN", "ALWAYS", "REQUIR
 _SUBJECT_PRONOUNS = frozenset({"you", "they", "we", "he", "she"})
 _CLOSING_TIMINGS = frozenset({"NEXT_STEP", "WITHIN", "WITHIN_NEXT", "EVENTUALLY", "LATER",
                               "AT_END", "ALWAYS", "PREVIOUSLY"})
+
+
+def _opening_only(tokens: list[Token]) -> list[Token]:
+    """"Only verified users may send money": the action, only if the subject's condition
+    ("may send money only if verified users")."""
+    out: list[Token] = []
+    sentence: list[Token] = []
+
+    def close() -> None:
+        visible = [t for t in sentence if t.kind != "DROP"]
+        if (len(visible) >= 4 and visible[0].kind == "ONLY" and visible[1].kind == "WORD"
+                and not visible[1].value in lexicon.NUMBER_WORDS):
+            modal = next((k for k, t in enumerate(visible) if t.kind in ("MODAL", "NOT",
+                                                                         "NEVER", "HAPPEN")),
+                         None)
+            subject = visible[1:modal] if modal else []
+            if (modal and subject and all(t.kind == "WORD" for t in subject)
+                    and all(t.kind not in ("ONLY", "ONLY_IF", "TRIGGER", "BEFORE", "AFTER",
+                                           "UNTIL", "UNLESS") for t in visible[modal:])):
+                end = len(visible) - 1 if visible[-1].kind == "SEP" else len(visible)
+                condition = [replace(t, after_determiner=False) for t in subject]
+                only_if = Token("ONLY_IF", visible[0].text, visible[0].start)
+                rest = visible[modal:end]
+                sentence[:] = rest + [only_if] + condition + visible[end:]
+        out.extend(sentence)
+        sentence.clear()
+
+    for t in tokens:
+        sentence.append(t)
+        if t.kind == "SEP":
+            close()
+    close()
+    return out
 
 
 def _opening_within(tokens: list[Token]) -> list[Token]:
@@ -1284,6 +1318,7 @@ class _Reader:
         self.state_trigger = False
         self.quoted: dict[str, str] = {}     # quoted atom -> the words around it
         self.trigger_atoms: set[str] = set()
+        self.in_condition = False           # reading the condition of "P only if Q"
 
     def choose(self, key: str, choices: list[tuple[str, str]]) -> str:
         """One of ``choices`` ((value, what it means), the usual meaning first) for the open
@@ -1440,6 +1475,7 @@ class _Reader:
             when = self.choose("response", choices[::-1] if self.state_trigger else choices)
             return F(f) if when == "eventually" else f
         if (not timing and default == "now" and not neg and not mods and extra is None
+                and not self.in_condition
                 and _names_action_first(clause) and len(f.args) == 0 and "_" in str(f)):
             # "if a file is deleted, email the user": an instruction, due at once or later
             when = self.choose("response", [
@@ -1770,7 +1806,9 @@ class _Reader:
                 return _Rule(G(Implies(condition, required)))
         if node.style == "only_if":
             condition = self.state(consequent)
+            self.in_condition = True
             required = And(*[self.consequent(c, "now") for c in trigger_parts])
+            self.in_condition = False
             if not all(_describes_state(c) for c in trigger_parts) and required.op != "not":
                 # "delete files only if the user approved": the approval may be earlier
                 choices = [("now", "the condition at that very step"),

@@ -38,7 +38,8 @@ _SYNONYMS = {
     "mail": "email", "e-mail": "email",
     "ask": "request", "seek": "request",
     "inform": "notify", "alert": "notify", "tell": "notify", "contact": "notify",
-    "reimburse": "refund", "access": "get", "die": "dead", "death": "dead", "dy": "dead",
+    "reimburse": "refund", "access": "get", "pull": "get", "information": "data",
+    "info": "data", "details": "data", "die": "dead", "death": "dead", "dy": "dead",
     "confirm": "verify", "validate": "verify", "authenticate": "verify",
     "id": "identity", "administrator": "admin", "adm": "admin",
     "reply": "respond", "answer": "respond", "response": "respond",
@@ -175,6 +176,8 @@ def _speaker(name: str, atoms) -> str | None:
     if not roles or roles[0] not in atoms:
         return None
     rest = [w for w in raw if w not in _SPEAKERS]
+    if not rest and len(raw) == 1:
+        return roles[0]         # "only the assistant may ...": who acts
     if not rest or not all(w in _SPEAKING for w in rest):
         return None
     if not any(w in _SPEAKING and w not in ("in", "back", "to", "again", "them", "user",
@@ -571,7 +574,10 @@ def ground(f: Formula, invented: list[str], vocabulary, words_left: str = "drop"
             continue
         kinds = guess_kind(name, next((a.name for a in grounded.subformulas()
                                        if a.op == "atom"), ""), leftover)
-        values = [w for w in leftover if w not in _NOT_VALUE_STEMS]
+        written = {_STEMMED_SYNONYMS.get(_stem(w), _stem(w)): w.lower()
+                   for w in re.split(r"[_\s]+", name) if w}
+        values = [w for w in leftover if w not in _NOT_VALUE_STEMS
+                  and not _not_a_value(written.get(w, w))]
         if (values and not kinds and grounded.op == "atom"
                 and grounded.name.startswith("tool_call:")
                 and any(p.startswith("output.args.") and "string" in _path_type(paths[p])

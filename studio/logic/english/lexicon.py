@@ -67,6 +67,12 @@ _add("AT_MOST NUM=1 TIMES", "at most once", "only once", "no more than once",
 _add("AT_LEAST NUM=1 TIMES", "at least once")
 _add("EXACTLY NUM=1 TIMES", "exactly once", "precisely once")
 _add("AT_MOST NUM=2 TIMES", "at most twice", "no more than twice")
+_add("AT_MOST NUM=1 TIMES", "only one", "no more than one", "at most one", "not more than one")
+# "only one ticket may be open at a time" bounds how many are open together, which no count
+# of events says: better refused than read as "at most one ticket ever".
+_add("UNPLACEABLE", "at a time", "at any one time", "concurrently", "in parallel")
+# "never P and Q at the same time": both at one step, which "and" says already
+_add("DROP", "at the same time", "simultaneously", "at the same step", "in the same step")
 _add("AT_LEAST NUM=2 TIMES", "at least twice")
 _add("EXACTLY NUM=2 TIMES", "exactly twice")
 _add("TRIGGER", "whenever", "every time", "each time", "any time", "anytime", "every time that",
