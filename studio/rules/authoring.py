@@ -120,11 +120,31 @@ def review_aids(text: str, compare_to: str | None = None, counting: str | None =
         aids["warnings"] = [{"kind": w.kind, "message": w.message, "exact": w.exact,
                              "trigger": w.trigger}
                             for w in review.warnings(formula, REVIEW_LENGTH)]
+        if _reads_data(formula):
+            aids["warnings"] = _data_warnings(aids)
         if compare_to is not None:
             aids["equivalence"] = _compare(_parsed(compare_to, "compare_to"), formula)
     except review.ReviewLimitError as exc:
         aids["limit"] = str(exc)
     return aids
+
+
+def _data_warnings(aids: dict) -> list[dict]:
+    """The warnings with data read as data: the searches above also decide unsatisfiable and
+    valid where the propositional reading cannot (``balance < 0 & balance > 10``)."""
+    found = aids["warnings"]
+    kinds = {w["kind"] for w in found}
+    sat, violation = aids["satisfying"], aids["violating"]
+    if sat["steps"] is None and sat["exact"] and "unsatisfiable" not in kinds:
+        # As review.warnings: an unsatisfiable rule gets no vacuity warnings.
+        return [{"kind": "unsatisfiable", "exact": True, "trigger": None,
+                 "message": "No sequence of events satisfies this rule: it is violated on every "
+                            "session (its data conditions cannot all hold)."}]
+    if violation["steps"] is None and violation["exact"] and "valid" not in kinds:
+        found = [{"kind": "valid", "exact": True, "trigger": None,
+                  "message": "No sequence of events violates this rule: it holds on every "
+                             "session, so it checks nothing."}, *found]
+    return found
 
 
 def _compare(before: Formula, after: Formula) -> dict:

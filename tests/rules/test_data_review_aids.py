@@ -9,6 +9,9 @@ def test_a_contradiction_in_the_data_has_no_satisfying_trace():
     assert aids["satisfying"]["steps"] is None and aids["satisfying"]["exact"]
     assert "data atoms read as data" in aids["satisfying"]["message"]
     assert len(aids["violating"]["events"]) == 1  # e.g. a balance that is null, or below 0
+    assert [w["kind"] for w in aids["warnings"]] == ["unsatisfiable"]
+    valid = review_aids("G(data.x > 5 -> data.x > 3)")
+    assert [w["kind"] for w in valid["warnings"]] == ["valid"]
 
 
 def test_versions_compared_on_real_values():
