@@ -1063,7 +1063,18 @@ class _Tree(Transformer):
         return Conditional("first", trigger, c[-1], self._trigger_timing(c))
 
     def trigger_last(self, c):
-        return Conditional("last", c[-1], c[0], self._trigger_timing(c))
+        trigger, consequent = c[-1], c[0]
+        forbidden = [m for part in trigger for m in part.mods if m.name == "FORBIDDEN"]
+        if forbidden and isinstance(consequent, Sequence) and len(consequent.parts) == 1:
+            # "sending an email right after deleting a file is forbidden": the verdict ends
+            # the sentence but is about what the trigger calls for
+            trigger = [Clause([x for x in part.segments
+                               if not (isinstance(x, Mod) and x.name == "FORBIDDEN")])
+                       for part in trigger]
+            head = consequent.parts[0]
+            consequent = Sequence([Clause([Mod("NOT", forbidden[0].token)] + head.segments)],
+                                  [])
+        return Conditional("last", trigger, consequent, self._trigger_timing(c))
 
     def while_first(self, c):
         trigger = next(x for x in c if isinstance(x, list))
@@ -1536,7 +1547,9 @@ class _Reader:
                 raise NotUnderstood("“only” inside a sequence", [m.token for m in mods
                                                                if m.name == "ONLY"])
             return self.restriction(clause, before, after)
-        if extra is None and clause.has("EVERY"):
+        if extra is None and (clause.has("EVERY") or (
+                clause.has("PREVIOUSLY") and not self.negative(mods))):
+            # "refunds of more than 100 must be approved first": each one, approved before
             response = self.every(clause)
             if response is not None:
                 return response
@@ -1625,8 +1638,9 @@ class _Reader:
         """"Every request must eventually be answered": a response from the subject to the
         predicate (None when the clause has no subject and predicate to tell apart)."""
         segments = clause.segments
-        every = next(k for k, x in enumerate(segments) if isinstance(x, Mod) and x.name == "EVERY")
-        if (any(isinstance(x, Mod) and x.name != "EVERY" for x in segments[:every])
+        every = next((k for k, x in enumerate(segments)
+                      if isinstance(x, Mod) and x.name == "EVERY"), 0)
+        if every and (any(isinstance(x, Mod) and x.name != "EVERY" for x in segments[:every])
                 and every + 1 < len(segments)
                 and all(not isinstance(x, Mod) for x in segments[every + 1:])):
             # "the agent must respond to every user message": each message calls for a reply
@@ -1857,7 +1871,11 @@ class _Reader:
     def precedence(self, node: Precedence) -> _Rule:
         kind = node.kind
         if kind == "before":
-            steps, target = node.first, self.state(node.second)
+            # "verified at some point before money is sent": "at some point" adds nothing
+            steps = [Clause([x for x in c.segments
+                             if not (isinstance(x, Mod) and x.name == "EVENTUALLY")])
+                     for c in node.first]
+            target = self.state(node.second)
             if node.second.has("FORBIDDEN"):
                 # "putting Q before measuring P is a violation": the verdict closes the
                 # sentence but is about the whole of it.

@@ -396,7 +396,8 @@ _NOT_VALUES = frozenset({"further", "another", "new", "more", "other", "again", 
                          "anyone", "anybody", "anything", "someone", "something", "else",
                          "same", "next", "previous", "last", "first", "single", "each",
                          "every", "all", "only", "out", "off", "up", "down", "back",
-                         "action", "step", "thing", "event", "time", "call", "tool", "turn"})
+                         "action", "step", "thing", "event", "time", "call", "tool", "turn",
+                         "ok", "okay", "sure", "fine", "allowed"})
 
 
 _NOT_VALUE_STEMS = frozenset(_stem(w) for w in _NOT_VALUES)

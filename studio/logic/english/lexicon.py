@@ -88,7 +88,7 @@ _add("FOLLOWED_BY_NEXT", "immediately followed by", "directly followed by",
 _add("BEFORE", "before", "prior to", "earlier than", "ahead of")
 _add("PREVIOUSLY", "previously", "earlier", "beforehand", "already", "at some earlier step",
      "in the past", "at some earlier point", "at an earlier point", "at some earlier time",
-     "at an earlier step", "at some prior point", "earlier on", "at some point before")
+     "at an earlier step", "at some prior point", "earlier on")
 _add("AFTER", "after")
 # "the stock check has to happen right before an order is placed": at the step before it.
 _add("IMMEDIATELY_BEFORE", "immediately before", "right before", "just before",
@@ -114,6 +114,11 @@ _add("NOT", "not", "no", "do not", "does not", "did not", "don't", "doesn't", "d
      "is not permitted to", "are not permitted to", "never to", "must never", "should never")
 _PHRASES["must never"] = "MODAL NEVER"
 _PHRASES["should never"] = "MODAL NEVER"
+_add("NEVER", "it's not ok to", "it is not ok to", "it's not okay to", "it is not okay to",
+     "it is not acceptable to", "it's not acceptable to", "it is unacceptable to",
+     "it's never ok to", "it is never ok to")
+_add("MODAL", "make sure", "make sure that", "ensure", "ensure that", "make certain",
+     "make certain that", "be sure to", "take care to")
 _add("FORBIDDEN", "is forbidden", "are forbidden", "is not allowed", "are not allowed",
      "is prohibited", "are prohibited", "is not permitted", "are not permitted",
      "is a violation", "are a violation", "counts as a violation", "is disallowed",
