@@ -1574,6 +1574,11 @@ class _Reader:
         if not timing:
             if neg:
                 return _Rule(absence(f), "absence", p=f)
+            if _permits(clause) and not clause.has("HOLD", "ALWAYS"):
+                # "the agent may read files": a permission alone forbids nothing
+                raise NotUnderstood("a permission (may, can) that forbids nothing: say what is "
+                                    "not allowed, or when (only after ..., only if ...)",
+                                    [m.token for m in clause.mods if m.name == "MODAL"])
             if clause.has("HAPPEN") or (not clause.has("HOLD") and _names_an_action(clause)):
                 steps = self.actions(before, after, extra)
                 if steps is not None:
@@ -1961,7 +1966,10 @@ class _Reader:
                              if not (isinstance(x, Mod) and x.name == "PREVIOUSLY")])
             return self._precedence([self.subject(clause)], self.state(scope.args[0]))
         if (scope.kind == "after" and isinstance(rule_node, Simple)
-                and rule_node.clause.has("ONLY")):
+                and (rule_node.clause.has("ONLY") or (_permits(rule_node.clause)
+                                                      and not self.negative(
+                                                          rule_node.clause.mods)))):
+            # "after the user is authenticated, the agent may read files": not before
             # "you may only ship after payment": precedence, not a scope.
             effect = self.subject(rule_node.clause)
             return self._precedence([self.state(scope.args[0])], effect)
@@ -2114,6 +2122,17 @@ def _describes_state(clause: Clause) -> bool:
             return not _is_participle(copula)
         return False
     return False
+
+
+_PERMISSIONS = frozenset({"may", "can", "could", "is allowed to", "are allowed to",
+                          "is permitted to", "are permitted to", "is allowed", "are allowed",
+                          "is permitted", "are permitted"})
+
+
+def _permits(clause: Clause) -> bool:
+    """Whether the clause's modal only permits ("may", "can", "is allowed to")."""
+    modals = [m for m in clause.mods if m.name == "MODAL"]
+    return bool(modals) and all(m.token.text.lower() in _PERMISSIONS for m in modals)
 
 
 def _names_an_action(clause: Clause) -> bool:

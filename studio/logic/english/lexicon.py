@@ -173,7 +173,8 @@ _add("DROP", "at step t", "at time t", "at time step t", "at that step", "at any
      "anybody", "anyone", "very", "actually", "really", "explicitly", "properly",
      "successfully", "full stop", "no exceptions", "without exception", "no matter what",
      "in all cases", "in any case", "at any time", "at any point", "at any moment",
-     "not before", "and not before", "not earlier")
+     "not before", "and not before", "not earlier", "any number of times", "as often as needed",
+     "as often as they like", "as many times as needed")
 # "Every request must be answered": the subject is a trigger, the predicate what it requires.
 _add("EVERY", "every", "each", "all")
 _add("MORE_THAN", "more than")
