@@ -338,14 +338,14 @@ def lex(text: str) -> list[Token]:
             here = tokens[next((k for k in range(len(tokens) - 1, -1, -1)
                                 if tokens[k].kind == "SEP"), -1) + 1:]
             if any(t.kind in ("REQUIRES", "WITHOUT", "BEFORE", "ONLY_AFTER", "PREVIOUSLY",
-                              "IMMEDIATELY_BEFORE", "PRECEDED_BY", "TRIGGER", "AFTER",
-                              "UNLESS", "UNTIL", "ONLY_IF")
+                              "IMMEDIATELY_BEFORE", "PRECEDED_BY", "UNLESS", "UNTIL", "ONLY_IF")
                    for t in here):
                 tokens.append(Token("DROP", raw.text, raw.start))
                 i += 1
                 continue
+            # after an opening "whenever P," or "once P,": before that event
             passive = any(t.kind == "WORD" and t.after_copula and _is_participle(t)
-                          for t in here)
+                          for t in here) or any(t.kind in ("TRIGGER", "AFTER") for t in here)
             emitted.append(Token("PREVIOUSLY" if passive else "AT_START", raw.text, raw.start))
             i += 1
         elif (at_sentence_start and raw.kind == "word" and raw.key == "any"
