@@ -42,6 +42,17 @@ reading they did not mean shows up in review):
 * a pronoun takes a noun phrase of the clause before ("take an item ... examine it");
   coordinated phrases share the words English leaves out ("go to the bedroom or kitchen");
 * "P only in L1 or L2" and "only go to L1 or L2" restrict an action: ``G (P -> P_in_L1 | ...)``.
+
+Where rules written by people who never saw this grammar leave the meaning open, every reading
+is offered (at most ``MAX_READINGS``) rather than one silent guess: "within k steps" of a trigger
+counting the trigger's step or not, a ban after an event from that step or the next, a top-level
+"P until Q" strong or weak, "never P when Q" at that step or from then on, an earlier event
+strict or not, a forbidden amount as a limit or a plain ban, a phrase that fits several
+vocabulary entries (any of them, or one), words left over after grounding (they restrict the
+event, or the phrase names something the logs lack).  A reading that holds on every session or
+on none is never offered; when none is left the rule is refused.  A bare permission ("the agent
+may read files") forbids nothing and is refused; "Only X may P" is "P only if X"; "at a time"
+(how many are open together) is refused.
 """
 
 from __future__ import annotations
