@@ -34,8 +34,9 @@ migrated).  Everything is generated, seeded, before any timer starts:
   ``start_audit`` of it once parsed.  Each into an emptied ``traces_event``, in a workspace of
   its own.
 
-The figure the issue's goal reads is (upload + audit) / COPY with ``--upload`` (goal: within
-1.5x); audit / COPY is printed too.  ``ANALYZE`` runs after the first COPY, untimed, as
+The figure the guardrail reads is (upload + audit) / COPY with ``--upload``: no worse than
+``GUARDRAIL`` (2.5x; the earlier goal of 1.5x was retired on 2026-11-26: 2 cores measure 2.2-2.5x
+under load); audit / COPY is printed too.  ``ANALYZE`` runs after the first COPY, untimed, as
 autovacuum would soon after a real load.  The COPY is timed twice, first and last (emptying
 ``traces_event`` in between), and the faster one is the baseline: the machine's load varies over
 minutes.
@@ -66,6 +67,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 DATABASE = "studio_bench_pipeline"
+# (upload + audit) / bare COPY must not get worse than this (2 cores; the 1.5x goal is retired).
+GUARDRAIL = 2.5
 ADMIN_URL = "postgres://postgres@127.0.0.1:5432/postgres"
 REDIS_URL = "redis://127.0.0.1:6379/8"
 
@@ -539,8 +542,8 @@ def main(argv=None) -> int:
               f"{up['audit']:.2f} s; {up['on_arrival']:,} of {args.sessions:,} sessions "
               f"audited on arrival; {up['events_stored']:,} events, {up['lines_bad']} bad "
               f"lines; results {'identical in count' if same else 'DIFFER'})")
-        print(f"  ratio (upload + audit) / COPY {total / copy_time:7.2f}x  (goal <= 1.5x: "
-              f"{'met' if total <= 1.5 * copy_time else 'not met'})")
+        print(f"  ratio (upload + audit) / COPY {total / copy_time:7.2f}x  (guardrail <= "
+              f"{GUARDRAIL}x: {'kept' if total <= GUARDRAIL * copy_time else 'BROKEN'})")
         figures[key] = {"upload_s": round(up["upload"], 2), "audit_s": round(up["audit"], 2),
                         "total_s": round(total, 2), "ratio": round(total / copy_time, 2),
                         "audited_on_arrival": up["on_arrival"], "same_counts": same}
@@ -551,8 +554,8 @@ def main(argv=None) -> int:
         for i, (copied, total) in enumerate(pairs, start=1):
             print(f"    pair {i}: COPY {copied:6.2f} s, upload + audit {total:6.2f} s, "
                   f"ratio {total / copied:5.2f}x")
-        print(f"  median ratio of the pairs          {median:5.2f}x  (goal <= 1.5x: "
-              f"{'met' if median <= 1.5 else 'not met'})")
+        print(f"  median ratio of the pairs          {median:5.2f}x  (guardrail <= "
+              f"{GUARDRAIL}x: {'kept' if median <= GUARDRAIL else 'BROKEN'})")
         figures["pairs"] = [{"copy_s": round(c, 2), "upload_audit_s": round(t, 2),
                              "ratio": round(t / c, 2)} for c, t in pairs]
         figures["pairs_median_ratio"] = round(median, 2)
