@@ -20,8 +20,13 @@ def test_demo_shows_real_violations(transactional_db, settings, tmp_path):
                 SessionResult.objects.filter(violation_count__gt=0).values("rule_version__rule__name")}
     # The perturbed TextWorld sessions were made to break these rules (shared/data/README.md).
     assert {"no_drop", "take_then_examine", "stay_in_kitchen", "knife_needed"} <= violated
+    # The guard's risk model of the live rules is asked for (learned at once without a broker).
+    from studio.guard.models import LearnedRiskModel
+
+    assert LearnedRiskModel.objects.filter(workspace__slug="demo").count() == 1
     call_command("load_demo")  # a second run changes nothing
     assert AuditRun.objects.count() == 3
+    assert LearnedRiskModel.objects.count() == 1
 
 
 def test_demo_has_the_merge_scenario_with_its_flagged_guard(transactional_db, settings, tmp_path):

@@ -123,9 +123,23 @@ class Command(BaseCommand):
         self.stdout.write(f"msc_merge.jsonl: {Upload.objects.get(pk=upload.pk).events_stored} "
                           "events (Sessions > msc-merge-demo > Message sequence chart)")
         self.stdout.write(f"vocabulary: {rebuild_vocabulary(workspace)} entries")
+        self._risk_model(workspace, ann)
         self.stdout.write(self.style.SUCCESS(
             f"Demo loaded. Sign in as ann (author, auditor, admin) or rob (reviewer, auditor), "
             f"password {PASSWORD!r}."))
+
+    def _risk_model(self, workspace, by) -> None:
+        """The guard's risk model of the live rules, learned from the demo's finished sessions
+        (in-process without a broker; queued for the worker with one)."""
+        from studio.guard.learning import request_model
+
+        row = request_model(workspace, by, reason="demo loaded")
+        row.refresh_from_db()
+        if row.status == "ready":
+            self.stdout.write(f"risk model: {row.states} states learned from {row.sessions} "
+                              "sessions (Live > The risk model)")
+        else:
+            self.stdout.write(f"risk model: {row.status} (Live > The risk model)")
 
     def _merge_guards(self, workspace, by) -> None:
         """Paper 001's merge guard as a workspace guard, so the merge session's chart reads it
