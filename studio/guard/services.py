@@ -222,7 +222,8 @@ def _assess(context: live.Context, now: live.SessionNow, raw: Any, continuation:
         # The horizon counts the proposed step as the first (as sampling does); the model's
         # horizon counts the steps after the state the proposed step leads to.
         with live._MONITOR_LOCK:   # stepping stored states parses formulas: one at a time
-            answer = model.predict(monitor, event, policy.horizon - 1)
+            answer = model.predict(monitor, event, policy.horizon - 1,
+                                   guarded=policy.guarded_risk)
         learned = {name: value for name, value in answer.risk.items() if name != ANY_RULE}
         backed = answer.backed
     with live._MONITOR_LOCK:

@@ -68,6 +68,9 @@ class Policy:
     safer_model: str = ""
     human_timeout_seconds: int = 300
     human_default: str = STOP
+    # The learned risk of the agent as it was learned (False: paper 004's reading), or of the
+    # agent behind this guard, whose violating steps are refused (``RiskModel.guarded_chain``).
+    guarded_risk: bool = False
 
     def intervention_for(self, rule: str) -> str:
         return self.interventions.get(rule, self.default_intervention)
@@ -79,7 +82,7 @@ class Policy:
                 "max_resamples": self.max_resamples, "fallback": self.fallback,
                 "safer_model": self.safer_model,
                 "human_timeout_seconds": self.human_timeout_seconds,
-                "human_default": self.human_default}
+                "human_default": self.human_default, "guarded_risk": self.guarded_risk}
 
     @classmethod
     def from_json(cls, data: Any, rules: Iterable[str] | None = None) -> Policy:
@@ -131,8 +134,11 @@ class Policy:
                          "human_timeout_seconds", 1, MAX_HUMAN_WAIT_SECONDS)
         human_default = _choice(data.get("human_default", default.human_default),
                                 "human_default", HUMAN_DEFAULTS)
+        guarded_risk = data.get("guarded_risk", default.guarded_risk)
+        if not isinstance(guarded_risk, bool):
+            raise PolicyError("guarded_risk must be true or false", "guarded_risk")
         return cls(threshold, horizon, interventions, default_intervention, max_resamples,
-                   fallback, safer_model.strip(), timeout, human_default)
+                   fallback, safer_model.strip(), timeout, human_default, guarded_risk)
 
 
 def _number(value: Any, name: str) -> float:
@@ -339,4 +345,6 @@ def combine(parts: Sequence[tuple[Policy, Iterable[str]]]) -> Policy:
         fallback=max((p.fallback for p in policies), key=fallbacks.index),
         safer_model=next((p.safer_model for p in policies if p.safer_model), ""),
         human_timeout_seconds=min(p.human_timeout_seconds for p in policies),
-        human_default=STOP if any(p.human_default == STOP for p in policies) else ALLOW)
+        human_default=STOP if any(p.human_default == STOP for p in policies) else ALLOW,
+        # The agent's own risk is the cautious reading: guarded only when every set says so.
+        guarded_risk=all(p.guarded_risk for p in policies))

@@ -93,8 +93,9 @@ class RiskModel:
         self.unsafe = {name: violated[:, i] for i, name in enumerate(abstraction.rules)}
         self.unsafe[ANY_RULE] = violated.any(axis=1)
         self.enough = chain.has_enough_samples(epsilon, delta)
-        self._risk: dict[tuple[str, int | None], np.ndarray] = {}
-        self._unbacked: dict[tuple[str, int | None], np.ndarray] = {}
+        self._risk: dict[tuple[str, int | None, bool], np.ndarray] = {}
+        self._unbacked: dict[tuple[str, int | None, bool], np.ndarray] = {}
+        self._guarded: tuple[sp.csr_matrix, dict[str, np.ndarray]] | None = None
 
     @classmethod
     def learn(cls, abstraction: Abstraction, sessions: Iterable[Iterable[Mapping]],
@@ -108,38 +109,73 @@ class RiskModel:
 
     # -- cached solutions ---------------------------------------------------------------------
 
-    def risks(self, rule: str = ANY_RULE, horizon: int | None = None) -> np.ndarray:
+    def guarded_chain(self) -> tuple[sp.csr_matrix, dict[str, np.ndarray]]:
+        """The chain as an agent behind a guard lives it: a step that violates a rule is
+        refused (the exact check) and the agent draws again, so the transitions into violating
+        step states are dropped and each row renormalised over what is left.  A state all of
+        whose steps violate is doomed (the guard can only stop there): it becomes absorbing and
+        counts as unsafe for every rule one of those steps violates.  Returns the matrix and,
+        per rule (and ``ANY_RULE``), the unsafe states under it.  Kept once worked out."""
+        if self._guarded is None:
+            matrix = self.chain.matrix.tocsr()
+            is_step = np.array([s.kind == "step" for s in self.states], dtype=bool)
+            blocked = self.unsafe[ANY_RULE] & is_step
+            kept = (matrix @ sp.diags((~blocked).astype(np.float64))).tocsr()
+            kept.eliminate_zeros()
+            mass = np.asarray(kept.sum(axis=1)).ravel()
+            doomed = mass <= 1e-12
+            scale = np.divide(1.0, mass, out=np.zeros_like(mass), where=~doomed)
+            guarded = (sp.diags(scale) @ kept + sp.diags(doomed.astype(np.float64))).tocsr()
+            guarded.eliminate_zeros()
+            unsafe = {}
+            for name, states in self.unsafe.items():
+                into = np.asarray((matrix @ sp.diags((states & blocked).astype(np.float64)))
+                                  .sum(axis=1)).ravel() > 0
+                unsafe[name] = states | (doomed & into)
+            self._guarded = (guarded, unsafe)
+        return self._guarded
+
+    def _reading(self, guarded: bool) -> tuple[sp.csr_matrix, dict[str, np.ndarray]]:
+        return self.guarded_chain() if guarded else (self.chain.matrix, self.unsafe)
+
+    def risks(self, rule: str = ANY_RULE, horizon: int | None = None,
+              guarded: bool = False) -> np.ndarray:
         """Per state, the probability of a violation of ``rule`` within ``horizon`` steps
-        (ever, when None); solved on first use and kept."""
-        key = (rule, horizon)
+        (ever, when None), of the agent as learned or (``guarded``) behind a guard that refuses
+        every violating step; solved on first use and kept."""
+        key = (rule, horizon, guarded)
         found = self._risk.get(key)
         if found is None:
             if rule not in self.unsafe:
                 raise ValueError(f"rule: {rule!r} is not in the model's rule set")
-            found = self._risk[key] = reachability(self.chain.matrix, self.unsafe[rule],
-                                                   horizon)
+            matrix, unsafe = self._reading(guarded)
+            found = self._risk[key] = reachability(matrix, unsafe[rule], horizon)
         return found
 
-    def unbacked(self, rule: str = ANY_RULE, horizon: int | None = None) -> np.ndarray:
+    def unbacked(self, rule: str = ANY_RULE, horizon: int | None = None,
+                 guarded: bool = False) -> np.ndarray:
         """Per state: whether the answer from it uses a state without enough samples."""
-        key = (rule, horizon)
+        key = (rule, horizon, guarded)
         found = self._unbacked.get(key)
         if found is None:
-            short = ~self.enough & ~self.unsafe[rule]
-            found = self._unbacked[key] = reachable_within(self.chain.matrix, short,
-                                                           self.unsafe[rule], horizon)
+            matrix, unsafe = self._reading(guarded)
+            short = ~self.enough & ~unsafe[rule]
+            found = self._unbacked[key] = reachable_within(matrix, short, unsafe[rule],
+                                                           horizon)
         return found
 
-    def prepare(self, horizon: int | None) -> None:
+    def prepare(self, horizon: int | None, guarded: bool = False) -> None:
         """Solve every rule's risk at ``horizon`` now, so that decisions are lookups."""
         for rule in self.unsafe:
-            self.risks(rule, horizon)
-            self.unbacked(rule, horizon)
+            self.risks(rule, horizon, guarded)
+            self.unbacked(rule, horizon, guarded)
 
     # -- answers ------------------------------------------------------------------------------
 
-    def answer(self, state: AbstractState, horizon: int | None) -> RiskAnswer:
-        """The risk from ``state`` (the state a candidate leads to)."""
+    def answer(self, state: AbstractState, horizon: int | None,
+               guarded: bool = False) -> RiskAnswer:
+        """The risk from ``state`` (the state a candidate leads to); ``guarded``: of the agent
+        behind a guard that refuses every violating step (``guarded_chain``)."""
         names = list(self.unsafe)
         now = dict(zip(self.abstraction.rules, state.violated))
         now[ANY_RULE] = any(state.violated)
@@ -148,22 +184,22 @@ class RiskModel:
             risk = {name: (1.0 if now[name] else None) for name in names}
             return RiskAnswer(horizon, risk, False, False, None,
                               "the sessions the model learned from never reached this state")
-        risk = {name: float(self.risks(name, horizon)[i]) for name in names}
-        backed = not self.unbacked(ANY_RULE, horizon)[i]
+        risk = {name: float(self.risks(name, horizon, guarded)[i]) for name in names}
+        backed = not self.unbacked(ANY_RULE, horizon, guarded)[i]
         reason = ("every state this answer depends on has the samples the PAC bound asks for"
                   if backed else
                   "some states this answer depends on have fewer samples than the PAC bound "
                   "asks for")
         return RiskAnswer(horizon, risk, backed, True, i, reason)
 
-    def predict(self, monitor: SessionMonitor, candidate: Mapping, horizon: int | None
-                ) -> RiskAnswer:
+    def predict(self, monitor: SessionMonitor, candidate: Mapping, horizon: int | None,
+                guarded: bool = False) -> RiskAnswer:
         """The risk if ``candidate`` (an event) is the session's next step.  ``monitor`` is the
         session's monitor up to now; it is read, not advanced (stepping needs only its monitors'
         configurations, not the atoms of its last step)."""
         current = self.abstraction.current(monitor)
         labels = monitor.labels_for(candidate)
-        return self.answer(self.abstraction.step(current, labels), horizon)
+        return self.answer(self.abstraction.step(current, labels), horizon, guarded)
 
     def to_json(self, compact: bool = False) -> dict:
         """The model as data: the abstraction (rules, picked atoms, exclusions), the states with

@@ -293,6 +293,15 @@ def test_the_learned_model_predicts_a_violation_before_the_step_that_makes_it(
     # Proposing the harmless step instead: the learned risk stays low.
     calm = ask(agent, "live-1", {"event": LOOK}).json()
     assert calm["decision"] == "allow"
+    # Read as the risk of an agent behind this guard (which refuses the deletion at its own
+    # step), opening the console no longer risks no_delete (the refused mass goes to the other
+    # steps, which end sessions without the end_turn the rule "ends" asks for).
+    ruleset = RuleSet.objects.create(workspace=workspace, name="all", live=True)
+    ruleset.rules.set(workspace.rules.all())
+    guard_services.set_policy(ruleset, {"guarded_risk": True}, owner)
+    behind = ask(agent, "live-1", {"event": console}).json()
+    assert behind["risk"]["no_delete"] < 0.05, behind
+    assert "no_delete" not in [r["rule"] for r in behind["rules_at_risk"]]
 
 
 def test_a_session_whose_events_cannot_be_labelled_now_is_503_with_retry_after(

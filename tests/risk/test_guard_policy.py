@@ -29,6 +29,7 @@ RULES = ["no_early_pay", "approval"]
     ({"human_default": "maybe"}, "human_default"),
     ({"human_timeout_seconds": 0}, "human_timeout_seconds"),
     ({"thresold": 0.2}, "thresold"),
+    ({"guarded_risk": "yes"}, "guarded_risk"),
     (["not", "an", "object"], "policy"),
 ])
 def test_a_policy_that_does_not_fit_is_refused_with_the_field_named(data, field):
@@ -41,7 +42,8 @@ def test_a_policy_round_trips_through_json():
     policy = Policy.from_json({"threshold": 0.3, "horizon": 7,
                                "interventions": {"approval": "ask_human"},
                                "default_intervention": "inject", "max_resamples": 2,
-                               "fallback": "switch", "safer_model": "careful-1"}, RULES)
+                               "fallback": "switch", "safer_model": "careful-1",
+                               "guarded_risk": True}, RULES)
     assert Policy.from_json(policy.to_json(), RULES) == policy
     assert policy.intervention_for("approval") == ASK_HUMAN
     assert policy.intervention_for("no_early_pay") == INJECT

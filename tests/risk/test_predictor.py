@@ -162,3 +162,64 @@ def test_a_stored_model_is_refused_for_other_rules_or_another_format(model):
                             RuleSet(RULES))
     with pytest.raises(ValueError, match="does not read"):
         RiskModel.from_json({**packed, "states": {"zlib": "not base64!"}}, RuleSet(RULES))
+
+
+def simulate_behind_a_guard(model, start, rule, horizon, runs, rng):
+    """The guarded reading by simulation, the way a guard treats an agent: draw the next state
+    from the learned chain; a drawn step that violates any rule is refused and drawn again; a
+    state whose every step is refused ends there (the guard stops), violating the rules those
+    steps violate; absorbing states stay.  Counts runs that meet ``rule``'s unsafe states within
+    ``horizon`` steps."""
+    matrix = model.chain.matrix.toarray()
+    kinds = [s.kind for s in model.states]
+    rules = model.abstraction.rules
+    column = None if rule == ANY_RULE else rules.index(rule)
+
+    def bad(j, for_rule):
+        violated = model.states[j].violated
+        return any(violated) if for_rule is None else violated[for_rule]
+
+    hits = 0
+    for _ in range(runs):
+        state, hit = start, bad(start, column)
+        for _ in range(horizon):
+            if hit:
+                break
+            row = matrix[state]
+            allowed = [j for j in np.flatnonzero(row)
+                       if not (kinds[j] == "step" and bad(j, None))]
+            if not allowed:
+                # Doomed: the guard can only stop; the rule is broken when a refused step of
+                # it would have broken it.
+                hit = any(bad(j, column) for j in np.flatnonzero(row))
+                break
+            weights = row[allowed] / row[allowed].sum()
+            state = int(rng.choice(allowed, p=weights))
+            hit = bad(state, column)
+        hits += hit
+    return hits / runs
+
+
+def test_the_guarded_reading_is_what_an_agent_behind_a_guard_meets(model):
+    rng = np.random.default_rng(5)
+    for rule in ("approval", "reply", ANY_RULE):
+        guarded = model.risks(rule, 3, guarded=True)
+        for start in rng.choice(len(model.states), size=12, replace=False):
+            simulated = simulate_behind_a_guard(model, int(start), rule, 3, 3000, rng)
+            # 3000 runs: a standard error of at most 0.009.
+            assert abs(guarded[start] - simulated) < 0.04, (rule, start)
+
+
+def test_behind_a_guard_a_step_that_only_later_tempts_a_violation_is_safe():
+    rules = RuleSet([("no_delete", "G !delete"), ("logged", "G(console -> F log)")])
+    rng = random.Random(3)
+    learned = [[{"labels": ["console"]}]
+               + ([{"labels": ["delete"]}] if rng.random() < 0.8 else [{"labels": []}])
+               + [{"labels": ["log"]}] for _ in range(300)]
+    model = RiskModel.learn(Abstraction(rules), learned)
+    monitor = SessionMonitor(rules)
+    plain = model.predict(monitor, {"labels": ["console"]}, 2)
+    behind = model.predict(monitor, {"labels": ["console"]}, 2, guarded=True)
+    assert plain.risk["no_delete"] > 0.6          # the agent, left alone, deletes
+    assert behind.risk["no_delete"] < 0.05        # the guard refuses the deletion at its step
+    # (A guard may raise another rule's risk: the refused mass goes to the other steps.)
