@@ -260,6 +260,7 @@ class Setup:
     max_steps: int = MAX_STEPS
     max_resamples: int = MAX_RESAMPLES
     window: int = WINDOW
+    guarded: bool = False   # the DTMC's guarded reading (RiskModel.guarded_chain)
 
 
 @dataclass
@@ -304,7 +305,7 @@ def assess(setup: Setup, monitor: SessionMonitor, state: dict, event: dict, pred
         return (Assessment(violates_now, sampled=risk.risk, samples=risk.samples),
                 sampled_any(risk))
     if predictor == DTMC:
-        answer = setup.model.predict(monitor, event, setup.window - 1)
+        answer = setup.model.predict(monitor, event, setup.window - 1, guarded=setup.guarded)
         learned = {rule: answer.risk[rule] for rule in violates_now}
         return (Assessment(violates_now, learned=learned, learned_backed=answer.backed),
                 answer.risk[ANY_RULE])
@@ -595,6 +596,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--max-steps", type=int, default=MAX_STEPS)
     parser.add_argument("--window", type=int, default=WINDOW,
                         help="steps a prediction covers, the proposed one included")
+    parser.add_argument("--guarded", action="store_true",
+                        help="DTMC risks of the agent behind the guard (violating steps refused)")
     parser.add_argument("--only", nargs="*", help="condition names to run (no guard always)")
     parser.add_argument("--json", help="write the figures as JSON ('-' for stdout)")
     args = parser.parse_args(argv)
@@ -612,7 +615,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     train_games = make_games([base + 500 + i for i in range(args.train_games)], log)
     agent = WalkthroughAgent(args.epsilon, args.inject_factor)
     setup = Setup(RuleSet(RULES), samples=args.samples, max_steps=args.max_steps,
-                  max_resamples=args.max_resamples, window=args.window)
+                  max_resamples=args.max_resamples, window=args.window,
+                  guarded=args.guarded)
     conditions = default_conditions()
     if args.only:
         wanted = set(args.only) | {"no guard"}
@@ -637,7 +641,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     seconds = time.perf_counter() - started
     print(f"\n{args.episodes} episodes per condition on {args.games} games (DTMC from "
           f"{args.train_episodes} episodes on {args.train_games} other games), epsilon "
-          f"{args.epsilon}, seed {args.seed}, window {args.window}, commit {_commit()}, "
+          f"{args.epsilon}, seed {args.seed}, window {args.window}"
+          f"{', guarded DTMC reading' if args.guarded else ''}, commit {_commit()}, "
           f"{seconds:.0f} s", file=out)
     if args.json:
         document = {"settings": {k.replace("_", "-"): v for k, v in vars(args).items()
