@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .events import MISSING, compare_values, read_path
+from .events import MISSING, compare_values, put_path, read_path
 from .formula import Formula
 from .vocabulary import RuleReads, rule_reads
 
@@ -172,14 +172,7 @@ def step_event(step: Mapping, i: int) -> dict:
     event: dict[str, Any] = {"session": "case", "step": i, "lifeline": "", "input": None,
                              "output": None, "data": {}, "labels": list(step.get("atoms", []))}
     for path, value in (step.get("data") or {}).items():
-        node = event
-        parts = path.split(".")
-        for part in parts[:-1]:
-            nxt = node.get(part)
-            if not isinstance(nxt, dict):
-                nxt = node[part] = {}
-            node = nxt
-        node[parts[-1]] = value
+        put_path(event, path, value)
     return event
 
 

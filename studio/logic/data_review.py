@@ -22,6 +22,7 @@ from fractions import Fraction
 from typing import Any
 
 from .anticipation import data_expander
+from .events import put_path
 from .formula import FALSE, TRUE, Formula
 from .review import (
     STATE_CAP,
@@ -247,20 +248,9 @@ def _events_for(frames: Frames, trace: list) -> list[dict]:
                 value = model.eval(text, model_completion=True).py_value()
             else:
                 value = {"id": model.eval(other, model_completion=True).as_long()}
-            _put(event, p, value)
+            put_path(event, p, value)
         out.append(event)
     return out
-
-
-def _put(event: dict, path: str, value: Any) -> None:
-    parts = path.split(".")
-    node = event
-    for part in parts[:-1]:
-        nxt = node.get(part)
-        if not isinstance(nxt, dict):
-            nxt = node[part] = {}
-        node = nxt
-    node[parts[-1]] = value
 
 
 __all__ = ["DataSearchResult", "data_equivalent", "events_for", "find_data_distinguishing_trace",

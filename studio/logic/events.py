@@ -52,6 +52,19 @@ def read_path(event: Any, path: str) -> Any:
     return value
 
 
+def put_path(event: dict, path: str, value: Any) -> None:
+    """Set the value at a dotted path, making the objects on the way (``read_path``'s inverse
+    for objects; a non-object on the way is replaced)."""
+    parts = _parts(path)
+    node = event
+    for part in parts[:-1]:
+        nxt = node.get(part)
+        if not isinstance(nxt, dict):
+            nxt = node[part] = {}
+        node = nxt
+    node[parts[-1]] = value
+
+
 def _operand(operand: tuple, event: Any, previous: Any) -> Any:
     kind, value = operand
     if kind == "const":

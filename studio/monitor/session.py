@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from studio.logic.events import MISSING, read_path
+from studio.logic.events import MISSING, put_path, read_path
 from studio.logic.formula import Formula
 from studio.logic.progression import Progressor
 
@@ -252,12 +252,5 @@ def _snapshot(event: Mapping, paths: tuple[str, ...]) -> dict:
         value = read_path(event, path)
         if value is MISSING:
             continue
-        parts = path.split(".")
-        node = out
-        for part in parts[:-1]:
-            nxt = node.get(part)
-            if not isinstance(nxt, dict):
-                nxt = node[part] = {}
-            node = nxt
-        node[parts[-1]] = value
+        put_path(out, path, value)
     return out
