@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
@@ -570,13 +571,26 @@ _CLOSING_TIMINGS = frozenset({"NEXT_STEP", "WITHIN", "WITHIN_NEXT", "EVENTUALLY"
                               "AT_END", "ALWAYS", "PREVIOUSLY"})
 
 
+def _by_sentence(tokens: list[Token], rewrite: Callable[[list[Token]], None]) -> list[Token]:
+    """The tokens with each sentence (up to and including its separator) rewritten in place
+    by ``rewrite``; the last one too, though it may be empty."""
+    out: list[Token] = []
+    sentence: list[Token] = []
+    for t in tokens:
+        sentence.append(t)
+        if t.kind == "SEP":
+            rewrite(sentence)
+            out.extend(sentence)
+            sentence = []
+    rewrite(sentence)
+    out.extend(sentence)
+    return out
+
+
 def _opening_only(tokens: list[Token]) -> list[Token]:
     """"Only verified users may send money": the action, only if the subject's condition
     ("may send money only if verified users")."""
-    out: list[Token] = []
-    sentence: list[Token] = []
-
-    def close() -> None:
+    def rewrite(sentence: list[Token]) -> None:
         visible = [t for t in sentence if t.kind != "DROP"]
         if (len(visible) >= 4 and visible[0].kind == "ONLY" and visible[1].kind == "WORD"
                 and not visible[1].value in lexicon.NUMBER_WORDS):
@@ -592,24 +606,14 @@ def _opening_only(tokens: list[Token]) -> list[Token]:
                 only_if = Token("ONLY_IF", visible[0].text, visible[0].start)
                 rest = visible[modal:end]
                 sentence[:] = rest + [only_if] + condition + visible[end:]
-        out.extend(sentence)
-        sentence.clear()
 
-    for t in tokens:
-        sentence.append(t)
-        if t.kind == "SEP":
-            close()
-    close()
-    return out
+    return _by_sentence(tokens, rewrite)
 
 
 def _opening_within(tokens: list[Token]) -> list[Token]:
     """"Within 3 steps of a refund, an email must be sent": the bound moves to the end of
     the sentence ("if a refund, an email must be sent within 3 steps")."""
-    out: list[Token] = []
-    sentence: list[Token] = []
-
-    def close() -> None:
+    def rewrite(sentence: list[Token]) -> None:
         visible = [t for t in sentence if t.kind != "DROP"]
         kinds = [t.kind for t in visible[:4]]
         if kinds in (["WITHIN", "NUM", "STEPS", "TRIGGER"], ["WITHIN_NEXT", "NUM", "STEPS",
@@ -619,15 +623,8 @@ def _opening_within(tokens: list[Token]) -> list[Token]:
             end = next((k for k in range(len(rest) - 1, -1, -1) if rest[k].kind == "SEP"),
                        len(rest))
             sentence[:] = rest[:end] + bound + rest[end:]
-        out.extend(sentence)
-        sentence.clear()
 
-    for t in tokens:
-        sentence.append(t)
-        if t.kind == "SEP":
-            close()
-    close()
-    return out
+    return _by_sentence(tokens, rewrite)
 
 
 def _opening_clause_commas(tokens: list[Token]) -> list[Token]:
@@ -635,10 +632,7 @@ def _opening_clause_commas(tokens: list[Token]) -> list[Token]:
     left out after an opening clause, put back before the main clause's subject (a noun phrase
     or a pronoun after a content word that is not a preposition, the last one before the
     main clause's modal)."""
-    out: list[Token] = []
-    sentence: list[Token] = []
-
-    def close() -> None:
+    def rewrite(sentence: list[Token]) -> None:
         # ", on the very next step." / ", within 3 steps." closing the sentence: a timing of
         # the clause before the comma
         visible = [t for t in sentence if t.kind != "DROP"]
@@ -679,15 +673,8 @@ def _opening_clause_commas(tokens: list[Token]) -> list[Token]:
                     previous = t
             if split is not None:
                 sentence.insert(split, Token("COMMA", "", sentence[split].start))
-        out.extend(sentence)
-        sentence.clear()
 
-    for t in tokens:
-        sentence.append(t)
-        if t.kind == "SEP":
-            close()
-    close()
-    return out
+    return _by_sentence(tokens, rewrite)
 
 
 _COUNT_KINDS = frozenset({"AT_MOST", "AT_LEAST", "EXACTLY", "MORE_THAN", "FEWER_THAN"})
