@@ -20,6 +20,7 @@ from studio.audits.services import audit_progress, create_run, pinned_labelers, 
 from studio.labeling import LabelerConfigError, labeling_from_snapshot
 from studio.logic.parser import FormulaSyntaxError
 from studio.monitor import RuleError
+from studio.monitor.explain import explain_violation, residual_reading
 from studio.rules.models import RuleVersion, VersionStatus
 from studio.rules.monitoring import labeler_snapshot, ruleset_for
 from studio.traces.models import TraceSession, Upload
@@ -158,11 +159,20 @@ def witnesses(change: dict) -> dict:
         rid = change.get(key)
         found = None
         if rid and rid > 0:
-            rows = list(ViolationRecord.objects.filter(result_id=rid).order_by("detected",
-                                                                                "trigger"))
+            rows = list(ViolationRecord.objects.filter(result_id=rid)
+                        .select_related("result__rule_version").order_by("detected", "trigger"))
             step = change.get("step")
             found = next((v for v in rows if step is None or v.detected >= step),
                          rows[0] if rows else None)
-        out[side] = ({"trigger": found.trigger, "detected": found.detected,
-                      "witness": found.witness} if found is not None else None)
+        if found is None:
+            out[side] = None
+            continue
+        version = found.result.rule_version
+        # In words for the reviewer, the formulas one click away (the template).
+        out[side] = {"trigger": found.trigger, "detected": found.detected,
+                     "explanation": explain_violation(version.formula, found.trigger,
+                                                      found.detected, found.at_end,
+                                                      found.witness, version.counting),
+                     "witness": [{**w, "reading": residual_reading(w.get("residual", ""))}
+                                 for w in found.witness]}
     return out

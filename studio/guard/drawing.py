@@ -22,6 +22,7 @@ import numpy as np
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
+from studio.monitor.explain import residual_reading
 from studio.risk.predictor import RiskModel
 
 MAX_STATES = 60
@@ -57,7 +58,7 @@ class StateRow:
     kind: str
     atoms: list[str]
     waits_on: list[str]
-    owes: list[tuple[str, str]]       # (rule, residual) for the tooltip and the table
+    owes: list[tuple[str, str, str]]  # (rule, residual, in words) for the tooltip and the table
     met: list[str]
     broken: list[str]
     samples: int
@@ -95,14 +96,16 @@ def _reading(model: RiskModel, i: int, start_configs) -> tuple[list, list, list]
     for name, config, initial in zip(rules, state.monitors, start_configs):
         if config[0] == "instances":
             if config[2]:
-                owes.append((name, " | ".join(config[2])))
+                # several open instances: each says what it still owes
+                owes.append((name, " | ".join(config[2]),
+                             "; ".join(residual_reading(r) for r in config[2])))
         else:
             residual, settled = config[1], config[3]
             if residual == "true":
                 if settled:
                     met.append(name)
             elif residual != "false" and residual != initial[1]:
-                owes.append((name, residual))
+                owes.append((name, residual, residual_reading(residual)))
     return owes, met, broken
 
 
@@ -225,7 +228,7 @@ def draw_model(model: RiskModel) -> ModelDrawing:
         state = model.states[i]
         owes, met, broken = _reading(model, i, start_configs)
         enough = bool(model.enough[i])
-        row = StateRow(i, state.kind, list(state.labels), [name for name, _ in owes], owes,
+        row = StateRow(i, state.kind, list(state.labels), [name for name, *_ in owes], owes,
                        met, broken, int(samples[i]), int(np.ceil(needed[i] - 1e-9)), enough,
                        int(visits[i]))
         rows.append(row)
@@ -240,7 +243,7 @@ def draw_model(model: RiskModel) -> ModelDrawing:
         if state.kind == "step":
             lines.append(("atoms: " + (", ".join(state.labels) or "none"), ""))
         if owes:
-            lines.append(("waits on: " + ", ".join(name for name, _ in owes), ""))
+            lines.append(("waits on: " + ", ".join(name for name, *_ in owes), ""))
         if broken:
             lines.append((("breaks at the end: " if state.kind == "end" else "breaks: ")
                           + ", ".join(broken), "gm-broken"))
@@ -249,7 +252,7 @@ def draw_model(model: RiskModel) -> ModelDrawing:
         tooltip = [f"State {i} ({head}), visited {row.visits} times"]
         if state.kind == "step":
             tooltip.append("atoms: " + (", ".join(state.labels) or "none"))
-        tooltip += [f"{name} still owes: {residual}" for name, residual in owes]
+        tooltip += [f"{name}: {reading}" for name, _, reading in owes]
         if met:
             tooltip.append("met for good: " + ", ".join(met))
         if broken:

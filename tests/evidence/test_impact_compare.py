@@ -68,6 +68,8 @@ def test_impact_check_lists_the_sessions_that_change_with_the_first_differing_st
     assert shown["witnesses"]["before"] is None
     assert shown["witnesses"]["after"]["detected"] == 1
     assert shown["witnesses"]["after"]["witness"][0]["labels"] == ["request"]
+    assert shown["witnesses"]["after"]["explanation"].startswith("Step ")
+    assert shown["witnesses"]["after"]["witness"][0]["reading"].startswith("still owed:")
 
     # The review page's section: counts, the link at the step, both witnesses side by side.
     page = reviewer.get(f"/w/impact/rules/{team.rule.id}/impact?v=2")

@@ -99,6 +99,9 @@ def test_the_model_is_drawn_with_every_text_escaped(team, ready):
     assert "breaks: approval" in text
     assert re.search(r"\d+ of \d+ samples", text) and "gm-few" in text
     assert "The drawn states as a table" in text
+    # What a waiting rule still owes is said in words, the formula one click away.
+    assert "reply: still owed: answer holds" in text
+    assert "seen too few times for its chances to be trusted" in text
 
 
 def test_a_model_whose_rule_versions_are_gone_says_so(team, ready):
