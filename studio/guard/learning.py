@@ -453,9 +453,11 @@ def connect_relearning() -> None:
 REPLAY_MAX_EVENTS = 2000   # longer sessions are not replayed for the page
 
 
-def session_risks(model: RiskModel, session_id: int, labeling, horizon: int) -> list:
+def session_risks(model: RiskModel, session_id: int, labeling, horizon: int,
+                  guarded: bool = False) -> list:
     """Per stored event of the session (at most REPLAY_MAX_EVENTS), the risk of breaking any
-    rule within ``horizon`` steps from the state it led to, as ``drawing.RiskPoint``."""
+    rule within ``horizon`` steps from the state it led to (read as the guard's policy reads
+    it: ``guarded``), as ``drawing.RiskPoint``."""
     from studio.risk.predictor import ANY_RULE
 
     from .drawing import RiskPoint
@@ -468,7 +470,7 @@ def session_risks(model: RiskModel, session_id: int, labeling, horizon: int) -> 
         previous = event
     with live._MONITOR_LOCK:
         trace = model.abstraction.session(labelled)[1:len(labelled) + 1]
-        answers = [model.answer(state, horizon) for state in trace]
+        answers = [model.answer(state, horizon, guarded) for state in trace]
     rules = model.abstraction.rules
     return [RiskPoint(step, answer.risk[ANY_RULE], answer.backed,
                       [name for name, v in zip(rules, state.violated) if v])

@@ -36,6 +36,7 @@ from studio.rules.models import RuleSet
 from studio.workspaces.models import Role, Workspace
 from studio.workspaces.services import record
 
+from .learning import current_model
 from .models import DecisionStatus, GuardDecision, GuardPolicy
 
 MAX_CANDIDATES = 32
@@ -204,10 +205,6 @@ def _clean(raw: Any, session: str, field: str) -> live.Clean:
 
 def _model(workspace: Workspace, context: live.Context):
     """The newest risk model learned for exactly the live rule versions, or None."""
-    try:
-        from .learning import current_model
-    except ImportError:   # learning is optional: without it the guard uses exact and sampling
-        return None
     return current_model(workspace, context.versions_key)
 
 

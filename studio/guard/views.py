@@ -16,7 +16,6 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST, require_safe
 
 from studio.live import services as live
-from studio.risk.guard import Policy
 from studio.rules.models import RuleVersion
 from studio.traces.models import TraceSession
 from studio.web.access import actor, workspace_page
@@ -24,6 +23,7 @@ from studio.workspaces.models import Role
 
 from . import drawing, learning
 from .models import LearnedRiskModel, ModelStatus
+from .services import effective_policy
 
 LIVE_SESSIONS_SHOWN = 10
 LEARNERS = (Role.AUTHOR, Role.ADMIN)
@@ -41,14 +41,6 @@ def _picture(model) -> drawing.ModelDrawing:
         with _PICTURES_LOCK:
             _PICTURES[model] = found
     return found
-
-
-def _policy(workspace) -> Policy:
-    try:
-        from .services import effective_policy
-    except ImportError:   # the guard service not there: its defaults
-        return Policy()
-    return effective_policy(workspace)
 
 
 def _newest(workspace) -> LearnedRiskModel | None:
@@ -69,7 +61,7 @@ def _versions_in_words(versions) -> list[str]:
 def model_page(request: HttpRequest, slug: str):
     workspace, roles = workspace_page(request, slug)
     context = live.context_for(workspace)
-    policy = _policy(workspace)
+    policy = effective_policy(workspace)
     newest = _newest(workspace)
     drawn = (newest if newest is not None and newest.status == ModelStatus.READY else
              LearnedRiskModel.objects.filter(workspace=workspace, status=ModelStatus.READY)
@@ -114,7 +106,7 @@ def _live_risks(workspace, context, policy) -> tuple[list[dict], int, str]:
         else:
             try:
                 points = learning.session_risks(model, session.pk, context.labeling,
-                                                policy.horizon)
+                                                policy.horizon, policy.guarded_risk)
             except learning.LLMError as exc:
                 row["note"] = f"A labeler could not label its events ({exc.message})."
             else:
