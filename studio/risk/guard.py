@@ -181,8 +181,8 @@ class Assessment:
         if self.violates_now.get(rule):
             return 1.0, EXACT
         best: tuple[float | None, str] = (None, EXACT)
-        for value, predictor in ((self.sampled and self.sampled.get(rule), SAMPLING),
-                                 (self.learned and self.learned.get(rule), DTMC)):
+        for found, predictor in ((self.sampled, SAMPLING), (self.learned, DTMC)):
+            value = found.get(rule) if found is not None else None
             if value is not None and (best[0] is None or value > best[0]):
                 best = (float(value), predictor)
         if best[0] is None and self.sampled is None and self.learned is None:
