@@ -16,12 +16,12 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_safe
 
+from studio.guard.decision_pages import pending_context
+from studio.logic.anticipation import WORDS as COMPLETE_WORDS
 from studio.monitor.explain import residual_reading
 from studio.monitor.verdicts import effective_counting, session_verdict, verdict_words
 from studio.traces.models import TraceSession
 from studio.web.access import workspace_page
-
-from studio.guard.decision_pages import pending_context
 
 from . import services
 
@@ -60,7 +60,7 @@ def rules_in_words(session: TraceSession, current: dict, context: services.Conte
         rules.append({**rule, "session_verdict": verdict, "words": verdict_words(verdict),
                       "final_words": verdict_words(rule["final"]) if rule["final"] else "",
                       "reading": residual_reading(rule["residual"]),
-                      "complete_words": rule.get("complete", "").replace("_", " ")})
+                      "complete_words": COMPLETE_WORDS.get(rule.get("complete", ""), "")})
     return {"session": session, "note": current["note"], "rules": rules}
 
 

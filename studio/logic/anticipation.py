@@ -54,10 +54,11 @@ VALUES = (PERMANENTLY_SATISFIED, PERMANENTLY_VIOLATED, CURRENTLY_SATISFIED, CURR
 PERMANENT = frozenset({PERMANENTLY_SATISFIED, PERMANENTLY_VIOLATED})
 
 WORDS = {
-    PERMANENTLY_SATISFIED: "permanently satisfied",
-    PERMANENTLY_VIOLATED: "permanently violated",
-    CURRENTLY_SATISFIED: "currently satisfied",
-    CURRENTLY_VIOLATED: "currently violated",
+    # Said for people who never saw the four-valued semantics (the values keep their names).
+    PERMANENTLY_SATISFIED: "met for good",
+    PERMANENTLY_VIOLATED: "broken for good",
+    CURRENTLY_SATISFIED: "met so far",
+    CURRENTLY_VIOLATED: "not met yet",
 }
 
 # A search explores at most this many states (a residual's whole future is usually a few dozen).
@@ -166,20 +167,20 @@ class RuleAnticipation:
         if found.trace is not None:
             if current:
                 return Verdict(CURRENTLY_SATISFIED, True,
-                               "met if the session ended now; a continuation can still violate "
+                               "met if the session ended now; a later step can still break "
                                "it")
             return Verdict(CURRENTLY_VIOLATED, True,
-                           "not met if the session ended now; a continuation can still meet it")
+                           "not met if the session ended now; later steps can still meet it")
         if not found.exhaustive:
             return Verdict(fallback, False,
-                           "not anticipated: the search for a continuation stopped at its "
+                           "not anticipated: the search for a way the session can go on stopped at its "
                            f"budget ({found.states} states)")
         if current:
             return Verdict(PERMANENTLY_SATISFIED, True,
-                           "no continuation can violate it: every way the session can go on "
-                           "satisfies it")
+                           "nothing the agent does later can break it: every way the session "
+                           "can go on meets it")
         return Verdict(PERMANENTLY_VIOLATED, True,
-                       "no continuation can satisfy it" + self._conflict(residual))
+                       "nothing the agent does later can meet it" + self._conflict(residual))
 
     def search(self, residual: Formula, memory, context, satisfying: bool):
         """A shortest continuation of at least one step that makes ``residual`` true

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from studio.logic.anticipation import WORDS as COMPLETE_WORDS
 from studio.logic.parser import FormulaSyntaxError, parse
 
 from .automaton import RuleError, compile_rule
@@ -224,7 +225,7 @@ def render_text(report: dict) -> str:
             if "complete" in r:
                 since = (f" since step {r['complete_step']}"
                          if r["complete_step"] is not None else "")
-                lines.append(f"  {'':<{width}}  complete: {r['complete'].replace('_', ' ')}"
+                lines.append(f"  {'':<{width}}  complete: {COMPLETE_WORDS[r['complete']]}"
                              f"{since} ({r['complete_reason']})")
             if r["verdict"] == "pending":
                 lines.append(f"  {'':<{width}}  residual: {r['residual']}")

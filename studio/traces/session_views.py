@@ -37,6 +37,7 @@ from studio.labeling import LabelerConfigError
 from studio.labeling.llm import LLMError
 from studio.live import pages as live_pages
 from studio.live import services as live_services
+from studio.logic.anticipation import WORDS as COMPLETE_WORDS
 from studio.logic.parser import FormulaSyntaxError, parse
 from studio.logic.vocabulary import rule_reads
 from studio.monitor import RuleError
@@ -431,7 +432,7 @@ def _complete_words(found: dict | None) -> dict | None:
     """A rule's anticipatory verdict for its lane: in words, since when, and why."""
     if not found:
         return None
-    return {"words": found["complete"].replace("_", " "), "step": found["complete_step"],
+    return {"words": COMPLETE_WORDS[found["complete"]], "step": found["complete_step"],
             "reason": found["complete_reason"]}
 
 

@@ -35,6 +35,6 @@ def test_lanes_say_when_the_verdict_became_certain(team, run_tasks):  # noqa: F8
     assert lanes["refund_owed"]["verdict"] == "pending"
     assert (lanes["refund_owed"]["complete"], lanes["refund_owed"]["complete_step"]) == (
         "permanently_violated", 1)
-    assert lanes["refund_owed"]["complete_reason"].startswith("no continuation can satisfy it")
+    assert lanes["refund_owed"]["complete_reason"].startswith("nothing the agent does later can meet it")
     assert (lanes["logs_out"]["complete"], lanes["logs_out"]["complete_step"]) == (
         "currently_violated", None)

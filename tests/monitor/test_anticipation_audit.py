@@ -51,7 +51,7 @@ def test_audit_reports_complete_verdicts_and_the_step_they_became_certain(tmp_pa
         "currently_violated", None)
     assert (a["answers"]["complete"], a["answers"]["complete_step"]) == (
         "currently_satisfied", None)
-    assert "complete: permanently violated since step 0" in render_text(report)
+    assert "complete: broken for good since step 0" in render_text(report)
 
 
 def test_without_the_flag_the_report_is_unchanged(tmp_path):

@@ -23,8 +23,8 @@ def test_lanes_show_the_step_a_verdict_became_certain(team, start):  # noqa: F81
     run = start(team)
     page = client_of(team.auditor).get(
         f"/w/acme/sessions/{session_id(team, 'a')}/", {"run": run.id}).content.decode()
-    assert "permanently satisfied, certain since step 0" in page
-    assert "permanently violated, certain since step 1: no continuation can satisfy it" in page
+    assert "met for good, certain since step 0" in page
+    assert "broken for good, certain since step 1: nothing the agent does later can meet it" in page
 
 
 def test_the_live_page_says_which_verdicts_are_certain(django_user_model):
@@ -43,5 +43,5 @@ def test_the_live_page_says_which_verdicts_are_certain(django_user_model):
     assert agent.post("s1", [{"event_id": "e1", "output": {"tool": "pay"}}]).status_code == 200
     page = client_of(owner).get("/w/acme/live/").content.decode()
     live_services.clear_caches()
-    assert "Permanently violated: no continuation can satisfy it" in page
-    assert "Currently satisfied: met if the session ended now" in page
+    assert "Broken for good: nothing the agent does later can meet it" in page
+    assert "Met so far: met if the session ended now" in page
