@@ -178,6 +178,41 @@ def _number(text: str):
     return float(digits) if "." in digits else int(digits)
 
 
+# Words of a rule's label ("On-call note:", "Hazard H-2:", "Runbook step 4:").
+_HEADING_WORDS = frozenset({"note", "notes", "reminder", "hazard", "rule", "requirement",
+                            "policy", "runbook", "step", "tasks", "task", "guideline", "memo",
+                            "ticket", "section", "update", "fyi", "important", "design",
+                            "control", "clause", "article", "item", "spec", "story", "level",
+                            "quick", "from", "for", "the", "a", "on-call", "compliance"})
+_SOURCE_WORDS = ("per", "according")
+
+
+def _heading_end(raws: list[_Raw], i: int) -> int:
+    """Where a sentence's label ends (after its colon), or a leading "Per compliance," (after
+    its comma); 0 when the sentence has none.  A label is at most six words before a colon, none
+    a keyword, with an identifier in it ("PAY-412", "H-2", "step 4") or a label word ("note")."""
+    for j in range(i, min(len(raws), i + 8)):
+        raw = raws[j]
+        if raw.text in (":", ",") and j > i:
+            head = raws[i:j]
+            if raw.text == "," and (head[0].key not in _SOURCE_WORDS or len(head) > 4
+                                    or j + 1 >= len(raws)):
+                return 0
+            if raw.text == ":" and not any(
+                    any(ch.isdigit() for ch in r.text) or r.key in _HEADING_WORDS
+                    for r in head):
+                return 0
+            if any(r.kind not in ("word", "number") for r in head) or any(
+                    r.key in lexicon.PHRASES and lexicon.PHRASES[r.key] != "DROP"
+                    and r.key not in _HEADING_WORDS for r in head):
+                return 0
+            return j + 1
+        if raw.kind not in ("word", "number", "punct") or raw.text not in ("(", ")") and \
+                raw.kind == "punct":
+            return 0
+    return 0
+
+
 def _is_value(raw: _Raw | None) -> bool:
     return raw is not None and (raw.kind in ("number", "quoted") or
                                 (raw.kind == "word" and raw.key in lexicon.NUMBER_WORDS))
@@ -284,6 +319,14 @@ def lex(text: str) -> list[Token]:
             for r in raws[i:end]:
                 tokens.append(Token("DROP", r.text, r.start))
             i = end
+            continue
+        heading = _heading_end(raws, i) if sentence_start else 0
+        if heading:
+            # "PAY-412: ...", "Hazard H-2: ...", "On-call note: ...", "Per compliance, ...":
+            # a label or a source of the rule, not part of it
+            for r in raws[i:heading]:
+                tokens.append(Token("DROP", r.text, r.start))
+            i = heading
             continue
         at_sentence_start, sentence_start = sentence_start, False
         if (at_sentence_start and raw.kind == "word" and raw.key in ("it", "they")
@@ -435,7 +478,15 @@ def lex(text: str) -> list[Token]:
                      lexicon.NUMBER_WORDS.get(raw.key) if raw.kind == "word" else _number(raw.text))
             emitted.append(Token("VALUE", raw.text, raw.start, value))
             i += 1
-            if i < len(raws) and raws[i].key in lexicon.UNITS:
+            if (i + 1 < len(raws) and raws[i].text == "°"
+                    and raws[i + 1].key in ("c", "f")):
+                # "above 250 °C": the degree sign and the scale are the unit
+                tokens.extend(emitted)
+                previous_kind = "VALUE"
+                emitted = [Token("DROP", raws[i].text, raws[i].start),
+                           Token("DROP", raws[i + 1].text, raws[i + 1].start)]
+                i += 2
+            if i < len(raws) and (raws[i].key in lexicon.UNITS or raws[i].text == "%"):
                 # "exceed 200 dollars", "above 100 mg": the unit is the field's, not an event
                 tokens.extend(emitted)
                 previous_kind = "VALUE"
@@ -2305,7 +2356,7 @@ class OfflineFormaliser:
         except NotUnderstood as exc:
             return self._fail(exc.message, exc.tokens)
         read = [(And(*formulas), reader)] + _other_readings(nodes, reader)
-        answer = _answer(read, vocabulary, self.name)
+        answer = _answer(read, vocabulary, self.name, english)
         unsure = [m.phrase for m in answer.mapping if not m.grounded
                   and len(m.phrase.split()) >= MAX_INVENTED_WORDS]
         if vocabulary is not None and (getattr(vocabulary, "atoms", None) or
@@ -2508,10 +2559,10 @@ _WORDS_LEFT = {"keep": "the words the logs do not show restrict the event (an in
                "keep_arguments": "a word after the call names one of its arguments"}
 
 
-def _answer(read: list, vocabulary, engine: str) -> Formalisation:
+def _answer(read: list, vocabulary, engine: str, english: str = "") -> Formalisation:
     from ..review import ReviewLimitError, distinguishing_trace, explain
     from .base import Reading
-    from .grounding import ground
+    from .grounding import ground, said_by_agent
 
     invented: list[str] = []
     quoted: dict[str, str] = {}
@@ -2545,6 +2596,17 @@ def _answer(read: list, vocabulary, engine: str) -> Formalisation:
         candidates[0] = (candidates[0][0], "; ".join(
             x for x in (candidates[0][1], "the phrase is the vocabulary entry it matched")
             if x))
+    spoken = (said_by_agent(candidates[0][0], mapping, english, vocabulary.atoms)
+              if vocabulary is not None and getattr(vocabulary, "atoms", None) else None)
+    if spoken is not None:
+        # "never ask the customer for their PIN": the label on the assistant's messages, or on
+        # any message (a user's too); named outright ("in assistant messages"), the first
+        f_spoken, explicit = spoken
+        why = "; ".join(x for x in (candidates[0][1], "only the assistant's messages count")
+                        if x)
+        candidates[0] = (candidates[0][0], "; ".join(
+            x for x in (candidates[0][1], "a message from anyone counts") if x))
+        candidates.insert(0 if explicit else 1, (f_spoken, why))
     plain, plain_why = candidates[0]
     candidates = [(release_after_trigger(one_call_a_step(as_limits(g))), why)
                   for g, why in candidates]

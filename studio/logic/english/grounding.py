@@ -61,7 +61,20 @@ _SYNONYMS = {
     "prescription": "prescribe",
     "trade": "order",
     "commit": "commit",
+    # abbreviations the logs' names use for a word the English spells out
+    "acknowledge": "ack", "acknowledgement": "ack", "acknowledgment": "ack",
+    "authorization": "auth", "authorisation": "auth", "authorize": "auth",
+    "authorise": "auth", "configuration": "config", "database": "db",
+    "environment": "env", "percent": "pct", "percentage": "pct",
+    "quantity": "qty", "production": "prod", "repository": "repo", "application": "app",
+    "temperature": "temp", "number": "num", "document": "doc", "documents": "doc",
+    "identifier": "id", "password": "pwd", "reservation": "booking",
 }
+# Units a field's name may end with ("co2_ppm", "battery_pct", "temp_c"): the English says the
+# unit after the value, if at all.
+_UNIT_WORDS = frozenset({"ppm", "pct", "percent", "c", "f", "usd", "eur", "gbp", "mg", "kg",
+                         "g", "ml", "ms", "sec", "secs", "seconds", "min", "mins", "minutes",
+                         "hours", "hrs", "days", "km", "miles", "cents", "dollars", "euros"})
 
 
 def _stem(word: str) -> str:
@@ -446,6 +459,8 @@ def ground_path(path: str, value, paths: dict, fallback: bool = True) -> str | N
                                                   and wanted == "number"):
             continue
         last = words_of(candidate.rsplit(".", 1)[-1])
+        if len(last) > 1 and last[-1] in _UNIT_WORDS:
+            last = last[:-1]    # "co2_ppm" is the co2
         score = _score(field_words, last)
         if score is not None and score[0] == 1 and (best_score is None or score > best_score):
             best, best_score = candidate, score
@@ -679,3 +694,52 @@ def _quoted_value(value: str, context: str, atoms, paths) -> Formula | None:
     compare = fm.Compare(("path", fields[0]), "==", ("const", value))
     event = ground_atom(context, atoms) if atoms else None
     return fm.And(fm.Atom(event), compare) if event is not None else compare
+
+
+# Words that put a rule in what the agent says: "never ask the customer for their PIN",
+# "card numbers never appear in assistant messages", "no promises of compensation".
+_SAID_BY_AGENT = frozenset({"assistant", "bot", "chatbot", "message", "messages", "reply",
+                            "replies", "say", "says", "said", "chat", "response", "responses",
+                            "answer", "answers"})
+_SPEECH_ACTS = frozenset({"ask", "asks", "asking", "tell", "tells", "telling", "mention",
+                          "mentions", "promise", "promises", "promising", "disclose",
+                          "discloses", "reveal", "reveals", "repeat", "repeats", "quote",
+                          "quotes", "echo", "echoed", "statement", "statements", "advice",
+                          "advise", "show", "shows", "give", "gives", "make", "makes",
+                          "read", "write", "writes", "share", "shares", "claim", "claims",
+                          "include", "includes", "agent", "tutor", "recommend", "suggest"})
+# Phrases about what the other side does: "a dispute the customer raises" is not the agent's.
+_OTHER_SIDE = frozenset({"user", "users", "customer", "customers", "client", "clients",
+                         "caller", "patient", "patients", "candidate", "candidates",
+                         "claimant", "student", "students", "applicant", "traveler",
+                         "traveller", "shopper", "member", "employee", "kid", "child"})
+
+
+def said_by_agent(f: Formula, mapping: list[Grounding], english: str,
+                  atoms) -> tuple[Formula, bool] | None:
+    """``f`` with each label the agent's messages carry read on the assistant's messages only
+    (``contains_pii`` -> ``role:assistant & contains_pii``), and whether the English names the
+    assistant's messages outright (then that reading comes first); None when the rule is not
+    about what the agent says.  A label is a vocabulary atom that is neither a call nor a role,
+    grounded from a phrase that does not name the other side ("a dispute the customer raises")."""
+    if "role:assistant" not in atoms:
+        return None
+    words = {w.lower().strip(".,;:!?\"'()") for w in english.split()}
+    explicit = bool(words & _SAID_BY_AGENT)
+    if not explicit and not words & _SPEECH_ACTS:
+        return None
+    labels = {m.atom for m in mapping if m.grounded and m.atom in atoms and ":" not in m.atom
+              and not set(m.phrase.lower().split()) & _OTHER_SIDE}
+    present = {g.name for g in f.subformulas() if g.op == "atom"}
+    if "role:assistant" in present or not labels & present:
+        return None
+    speaking = fm.Atom("role:assistant")
+
+    def visit(g: Formula) -> Formula:
+        if g.op == "atom":
+            return fm.And(speaking, g) if g.name in labels else g
+        if not g.args:
+            return g
+        return fm.rebuild(g, tuple(visit(a) for a in g.args))
+
+    return visit(f), explicit

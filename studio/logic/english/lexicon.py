@@ -356,7 +356,8 @@ IRREGULAR_PARTICIPLES = frozenset({
 # Units after a compared value ("exceed 200 dollars", "above 100 mg", "reaches 100 degrees").
 UNITS = frozenset({"dollars", "dollar", "usd", "euros", "euro", "eur", "pounds", "gbp", "mg",
                    "milligrams", "g", "grams", "kg", "ml", "degrees", "degree", "percent", "%",
-                   "units", "items", "seconds", "minutes", "hours", "ms", "km", "miles"})
+                   "units", "items", "seconds", "minutes", "hours", "ms", "km", "miles", "ppm",
+                   "°c", "°f", "celsius", "fahrenheit"})
 
 # Comparison phrases that also count ("more than 3 login attempts").
 COUNT_PHRASES = frozenset({"more than", "fewer than", "less than", "at least", "at most",
