@@ -548,7 +548,8 @@ def lex(text: str) -> list[Token]:
                     for part in spec.split():
                         name, _, value = part.partition("=")
                         emitted.append(Token(name, source, start,
-                                             int(value) if value else None))
+                                             (int(value) if value.isdigit() else value)
+                                             if value else None))
                 i += length
             elif raw.kind == "word" and raw.key in lexicon.NUMBER_WORDS:
                 emitted.append(Token("NUM", raw.text, raw.start, lexicon.NUMBER_WORDS[raw.key]))
@@ -949,6 +950,14 @@ class _Tree(Transformer):
                 # "hand them off to a human": the person is who the action is for, which the
                 # logs do not name apart
                 continue
+            if (token.pronoun and n == 0 and token.text.lower() in ("it", "they")
+                    and self.antecedents and not self.antecedents[0][0]
+                    and str(self.antecedents[0][1][0].value).lower() in _ACTORS):
+                # "whenever the agent runs the tests, it has to report back": the agent, whom
+                # the rule is about anyway (not the tests)
+                resolved.append(replace(self.antecedents[0][1][0], after_determiner=False,
+                                        after_copula=False))
+                continue
             if token.pronoun:
                 # The referent's words, without starting a noun phrase of their own here.
                 # ("It must run the tests": a subject naming nobody before it is the agent.)
@@ -1222,6 +1231,11 @@ class _Tree(Transformer):
 
     def start(self, c):
         return [x for x in c if not isinstance(x, LarkToken)]
+
+
+# Who a rule is about: a pronoun for one of them names no event.
+_ACTORS = frozenset({"agent", "assistant", "bot", "chatbot", "system", "model", "ai",
+                     "controller", "tutor"})
 
 
 def _pick_referent(phrases: list[tuple[bool, tuple[Token, ...]]],

@@ -177,7 +177,18 @@ _SPEAKERS = {"assistant": "role:assistant", "agent": "role:assistant", "bot": "r
 _SPEAKING = frozenset({"message", "messages", "reply", "replies", "respond", "responds",
                        "response", "answer", "answers", "say", "says", "said", "write", "writes",
                        "speak", "speaks", "talk", "talks", "turn", "in", "back", "to", "again",
-                       "something", "anything", "user", "customer", "them"})
+                       "something", "anything", "user", "customer", "them", "acknowledge",
+                       "acknowledges", "acknowledged", "replied", "answered", "responded",
+                       "tell", "tells", "told", "inform", "informs", "informed", "report",
+                       "reports", "reported", "by", "about", "it", "get", "gets"})
+# Verbs of a message: "the assistant tells the customer about it" is an assistant message,
+# whatever it is about (when the logs have no label for what is said).
+_TELLING = frozenset({"tell", "tells", "told", "inform", "informs", "informed", "reply",
+                      "replies", "replied", "respond", "responds", "responded", "answer",
+                      "answers", "answered", "acknowledge", "acknowledges", "acknowledged",
+                      "report", "reports", "say", "says", "write", "writes"})
+_FILLERS = frozenset({"in", "back", "to", "again", "them", "user", "customer", "by", "about",
+                      "it", "get", "gets", "a", "an", "the"})
 
 
 def _speaker(name: str, atoms) -> str | None:
@@ -191,12 +202,24 @@ def _speaker(name: str, atoms) -> str | None:
     rest = [w for w in raw if w not in _SPEAKERS]
     if not rest and len(raw) == 1:
         return roles[0]         # "only the assistant may ...": who acts
+    if (roles[0] == "role:assistant" and len(raw) > 1 and raw[0] in _SPEAKERS
+            and raw[1] in _TELLING):
+        return roles[0]         # "the assistant tells the customer about it"
     if not rest or not all(w in _SPEAKING for w in rest):
         return None
-    if not any(w in _SPEAKING and w not in ("in", "back", "to", "again", "them", "user",
-                                             "customer") for w in rest):
+    if not any(w in _SPEAKING and w not in _FILLERS for w in rest):
         return None
     return roles[0]
+
+
+def _reply(name: str, atoms) -> str | None:
+    """``role:assistant`` for a phrase that only says a reply comes ("a reply", "answered",
+    "report back to the user") when the logs record the assistant's messages."""
+    raw = [w.lower() for w in re.split(r"[_\s]+", name) if w]
+    if ("role:assistant" in atoms and raw and all(w in _TELLING or w in _FILLERS for w in raw)
+            and any(w in _TELLING for w in raw)):
+        return "role:assistant"
+    return None
 
 
 def _role_fits(phrase: list[str], candidate: str) -> bool:
@@ -542,7 +565,8 @@ def ground(f: Formula, invented: list[str], vocabulary, words_left: str = "drop"
             else:
                 mapping.append(Grounding(phrase, name, False))
             continue
-        spoken = _speaker(name, atoms)
+        calls = sorted(a for a in atoms if a.startswith("tool_call:"))
+        spoken = _speaker(name, atoms) if not (calls and ground_atom(name, calls)) else None
         if spoken is not None:
             # "the assistant replies": a message of that role
             mapping.append(Grounding(phrase, spoken, True))
@@ -585,6 +609,11 @@ def ground(f: Formula, invented: list[str], vocabulary, words_left: str = "drop"
         grounded, leftover = ground_phrase(name, atoms, paths) if atoms else (None, [])
         if grounded is None and paths:
             grounded = change
+        if grounded is None and _reply(name, atoms):
+            # "every user message must be answered": by a message of the assistant
+            mapping.append(Grounding(phrase, "role:assistant", True))
+            changed[name] = fm.Atom("role:assistant")
+            continue
         if grounded is None:
             mapping.append(Grounding(phrase, name, False))
             continue

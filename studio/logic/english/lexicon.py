@@ -253,6 +253,13 @@ _add("EVENTUALLY", "before wrapping up", "before finishing", "before signing off
      "before ending", "before closing out", "before it finishes", "before it ends",
      "before handing off", "before finishing up", "before the end of it")
 _add("DURING", "during")
+# "every user message gets a reply": it is answered (by whoever the logs say answers)
+for _verb in ("gets", "get", "receives", "receive", "is given", "are given"):
+    for _reply in ("a reply", "an answer", "a response", "a reply from the assistant",
+                   "a response from the assistant", "an answer from the assistant"):
+        _PHRASES[f"{_verb} {_reply}"] = "MODAL WORD=answered"
+_add("LATER", "at some point afterwards", "at some point afterward", "at some point after that",
+     "at some point later", "some time afterwards", "at a later point")
 _add("NEVER", "nobody may", "no one may", "nobody is allowed to", "no one is allowed to",
      "nobody should", "no one should", "nobody can", "no one can", "nobody must",
      "no one must", "nobody shall", "no one shall", "nothing may", "nothing can",
