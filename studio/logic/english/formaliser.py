@@ -1610,6 +1610,25 @@ class _Reader:
                 raise NotUnderstood("“only” inside a sequence", [m.token for m in mods
                                                                if m.name == "ONLY"])
             return self.restriction(clause, before, after)
+        if (extra is None and not self.negative(mods) and _plural_subject(clause)
+                and self.choose("plural", [
+                    ("each", "each of them calls for it"),
+                    ("once", "it happens at some point in the session")]) == "each"):
+            # "abnormal lab results must be flagged to the care team": each result, flagged;
+            # "refunds must be approved by a manager": each refund, approved first
+            seg = clause.segments
+            participle = next(x for x in seg[2:] if isinstance(x, Leaf) and x.words).words[0]
+            if (str(participle.value).lower().startswith(_CHECKED_FIRST)
+                    and not any(isinstance(x, Mod) and x.name != "MODAL" for x in seg)
+                    and self.choose("plural_checked", [
+                        ("before", "each of them is preceded by it (an approval, a check)"),
+                        ("after", "each of them is followed by it")]) == "before"):
+                trigger = self.prop(seg[0])
+                checked = self.prop(_merge([x for x in seg[2:] if not isinstance(x, Mod)]))
+                return _Rule(G(Implies(trigger, O(checked))))
+            response = self.every(clause)
+            if response is not None:
+                return response
         if extra is None and (clause.has("EVERY") or (
                 clause.has("PREVIOUSLY") and not self.negative(mods))):
             # "refunds of more than 100 must be approved first": each one, approved before
@@ -2147,6 +2166,30 @@ def _field_path(words: tuple[Token, ...]) -> str:
     if len(words) == 1 and "." in str(words[0].value):
         return str(words[0].value)
     return "data." + "_".join(str(w.value) for w in words)
+
+
+# Participles of what comes before the thing checked: "refunds must be approved".
+_CHECKED_FIRST = ("approv", "authori", "verifi", "review", "signed", "checked", "confirm",
+                  "clear", "vetted", "screened", "validat", "cleared", "permitted", "allowed")
+
+
+def _plural_subject(clause: Clause) -> bool:
+    """"Refunds must be approved", "abnormal lab results must be flagged": a plural noun
+    subject (each one) before a modal and a participle naming something else done to it."""
+    seg = clause.segments
+    if (len(seg) < 3 or not isinstance(seg[0], Leaf) or seg[0].quoted is not None
+            or not seg[0].words
+            or not isinstance(seg[1], Mod) or seg[1].name != "MODAL"
+            or any(isinstance(x, Mod) and x.name not in ("MODAL", "EVENTUALLY", "within",
+                                                        "within_next", "NEXT_STEP", "LATER",
+                                                        "PREVIOUSLY")
+                   for x in seg[1:])):
+        return False
+    last = str(seg[0].words[-1].value).lower()
+    predicate = next((x for x in seg[2:] if isinstance(x, Leaf) and x.words), None)
+    return (last.endswith("s") and not last.endswith(("ss", "us", "is")) and len(last) > 3
+            and predicate is not None and predicate.words[0].after_copula
+            and _is_participle(predicate.words[0]))
 
 
 def _names_action_first(clause: Clause) -> bool:

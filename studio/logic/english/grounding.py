@@ -757,8 +757,14 @@ def said_by_agent(f: Formula, mapping: list[Grounding], english: str,
     explicit = bool(words & _SAID_BY_AGENT)
     if not explicit and not words & _SPEECH_ACTS:
         return None
+    def by_other_side(phrase: str) -> bool:
+        # "a dispute the customer raises", not "ask the customer for their PIN"
+        words = phrase.lower().split()
+        return any(w in _OTHER_SIDE and (k == 0 or words[k - 1] not in _SPEECH_ACTS)
+                   for k, w in enumerate(words))
+
     labels = {m.atom for m in mapping if m.grounded and m.atom in atoms and ":" not in m.atom
-              and not set(m.phrase.lower().split()) & _OTHER_SIDE}
+              and not by_other_side(m.phrase)}
     present = {g.name for g in f.subformulas() if g.op == "atom"}
     if "role:assistant" in present or not labels & present:
         return None
