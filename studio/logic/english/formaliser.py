@@ -526,6 +526,10 @@ def lex(text: str) -> list[Token]:
                     # "the key must have been picked up": earlier than the step in question
                     emitted.append(Token("MODAL", source, start))
                     emitted.append(Token("PREVIOUSLY", source, start))
+                elif spec == "BELOW_ZERO":
+                    # "go negative": a comparison with zero, as "drop below 0" reads
+                    emitted.append(Token("COMPARE", source, start, ("<", "verb")))
+                    emitted.append(Token("VALUE", source, start, 0))
                 elif spec == "RATIONALE":
                     # A purpose clause runs to the end of the sentence or clause, and takes the
                     # comma that introduces it.

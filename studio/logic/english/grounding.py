@@ -404,6 +404,13 @@ def _ground_rest(rest: list[str], atoms, paths, main: str = "", name: str = "",
         status = [p for p in strings if p.rsplit(".", 1)[-1] in _STATUS_FIELDS]
         if len(status) == 1:
             return fm.Compare(("path", status[0]), "==", ("const", _OUTCOMES[outcomes[0]]))
+    raw_all = [w.lower() for w in re.split(r"[_\s]+", name) if w]
+    for k, word in enumerate(raw_all[:-1]):
+        field = f"output.args.{word}"
+        if field in strings and word in _RESTRICTING | {"via", "for", "by"}:
+            # "cook with the oven" when the call's arguments have a "with": its value
+            value = " ".join(raw_all[k + 1:])
+            return fm.Compare(("path", field), "==", ("const", value))
     naming = [p for p in strings if p.startswith("output.args.")
               and p.rsplit(".", 1)[-1] in _NAMING_ARGUMENTS]
     # the value is a word after the call's words ("push to main"), else before them ("sell

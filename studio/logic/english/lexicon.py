@@ -140,6 +140,7 @@ _add("MODAL", "must", "should", "shall", "has to", "have to", "needs to", "need 
      "is allowed", "are allowed", "is permitted", "are permitted", "is responsible for",
      "are responsible for", "is in charge of", "are in charge of", "is supposed to",
      "are supposed to", "is obligated to", "are obligated to", "has got to", "have got to",
+     "is possible", "are possible", "is possible only", "are possible only",
      "got to", "gotta")
 _add("HAPPEN", "happen", "happens", "happened", "occur", "occurs", "occurred", "appear",
      "appears", "appeared", "take place", "takes place", "took place", "follow", "follows",
@@ -253,6 +254,16 @@ _add("EVENTUALLY", "before wrapping up", "before finishing", "before signing off
      "before ending", "before closing out", "before it finishes", "before it ends",
      "before handing off", "before finishing up", "before the end of it")
 _add("DURING", "during")
+for _p in ("is only possible", "are only possible", "is only allowed", "are only allowed",
+           "is only permitted", "are only permitted"):
+    _PHRASES[_p] = "MODAL ONLY"
+# "the balance must never go negative": below zero
+_add("BELOW_ZERO", "go negative", "goes negative", "went negative", "become negative",
+     "becomes negative", "turn negative", "turns negative", "is negative", "be negative",
+     "are negative", "drop below zero", "drops below zero", "fall below zero",
+     "falls below zero", "go below zero", "goes below zero", "dip below zero",
+     "dips below zero", "be below zero", "is below zero", "go into the negative",
+     "goes into the negative", "run negative", "runs negative")
 # "every user message gets a reply": it is answered (by whoever the logs say answers)
 for _verb in ("gets", "get", "receives", "receive", "is given", "are given"):
     for _reply in ("a reply", "an answer", "a response", "a reply from the assistant",
