@@ -626,6 +626,12 @@ def ground(f: Formula, invented: list[str], vocabulary, words_left: str = "drop"
             continue
         kinds = guess_kind(name, next((a.name for a in grounded.subformulas()
                                        if a.op == "atom"), ""), leftover)
+        used = {a.name for a in grounded.subformulas() if a.op == "atom"}
+        if leftover and any(c not in used for c in ground_ties("_".join(leftover),
+                                                                   set(calls) - used)):
+            # "no payout on a denied claim": the words left over name another call of the
+            # logs, so the phrase is not surely the one it matched best
+            kinds = kinds | {"loose"}
         written = {_STEMMED_SYNONYMS.get(_stem(w), _stem(w)): w.lower()
                    for w in re.split(r"[_\s]+", name) if w}
         values = [w for w in leftover if w not in _NOT_VALUE_STEMS
@@ -772,6 +778,12 @@ def said_by_agent(f: Formula, mapping: list[Grounding], english: str,
 
     labels = {m.atom for m in mapping if m.grounded and m.atom in atoms and ":" not in m.atom
               and not by_other_side(m.phrase)}
+    if explicit:
+        # "no diagnosis statements from the bot": what the logs have no label for yet, said
+        # by the assistant
+        labels |= {m.atom for m in mapping if not m.grounded and ":" not in m.atom
+                   and not by_other_side(m.phrase)
+                   and set(m.phrase.lower().split()) & (_SAID_BY_AGENT | {"agent"})}
     present = {g.name for g in f.subformulas() if g.op == "atom"}
     if "role:assistant" in present or not labels & present:
         return None
