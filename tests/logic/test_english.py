@@ -487,3 +487,62 @@ def test_a_reading_that_holds_on_every_session_is_never_offered():
     for reading in answer.readings:
         assert distinguishing_trace(reading.formula, parse("true"),
                                     max_length=MAX_LENGTH) is not None
+
+
+SUPPORT = _Vocabulary({"role:assistant", "role:user", "requests_pin", "dispute_raised",
+                       "tool_call:refund", "manager_approved", "tool_call:issue_payout",
+                       "tool_call:deny_claim"},
+                      {"output.args.amount": "number", "data.balance": "number",
+                       "output.args.temp_c": "number"})
+
+
+def test_a_label_of_what_the_agent_says_is_offered_on_the_assistants_messages():
+    answer = formalise("Never ask the customer for their full PIN.", vocabulary=SUPPORT)
+    assert _among("G !(role:assistant & requests_pin)", answer), answer.text
+    assert _among("G !requests_pin", answer)
+    # named outright, the assistant's messages come first
+    answer = formalise("Requests for a PIN never appear in assistant messages.",
+                       vocabulary=SUPPORT)
+    assert answer.readings[0].formula == parse("G !(role:assistant & requests_pin)") or \
+        distinguishing_trace(answer.readings[0].formula,
+                             parse("G !(role:assistant & requests_pin)"),
+                             max_length=MAX_LENGTH) is None, answer.text
+
+
+@pytest.mark.parametrize("text", [
+    "Every dispute a customer raises must be acknowledged by the assistant within 3 steps.",
+    "Every dispute gets a reply within 3 steps.",
+])
+def test_a_reply_is_a_message_of_the_assistant(text):
+    answer = formalise(text, vocabulary=SUPPORT)
+    assert _among("G (dispute_raised -> F[1,3] role:assistant)", answer) or _among(
+        "G (dispute_raised -> F[0,3] role:assistant)", answer), answer.text
+
+
+def test_a_label_before_a_colon_is_not_part_of_the_rule():
+    plain = formalise("Refunds must never exceed 500 dollars.", vocabulary=SUPPORT)
+    for label in ("PAY-412: ", "On-call note: ", "Per compliance, "):
+        labelled = formalise(label + "refunds must never exceed 500 dollars.",
+                             vocabulary=SUPPORT)
+        assert [r.text for r in labelled.readings] == [r.text for r in plain.readings], label
+
+
+def test_units_and_negative_values_are_comparisons():
+    answer = formalise("The oven temperature must never be above 250 °C.", vocabulary=SUPPORT)
+    assert answer.ok and "250" in answer.text and "°" not in answer.text, answer.message
+    answer = formalise("The balance must never go negative.", vocabulary=SUPPORT)
+    assert _among("G !(data.balance < 0)", answer), answer.text
+
+
+def test_a_plural_subject_reads_each_one():
+    answer = formalise("Refunds over 500 dollars must be approved by a manager.",
+                       vocabulary=SUPPORT)
+    assert distinguishing_trace(answer.formula, parse(
+        "G (tool_call:refund & output.args.amount > 500 -> O manager_approved)"),
+        max_length=MAX_LENGTH) is None, answer.text
+    assert _among("F (manager_approved & output.args.amount > 500)", answer)
+
+
+def test_words_that_name_another_call_make_the_grounding_a_guess():
+    answer = formalise("No payout on a denied claim.", vocabulary=SUPPORT)
+    assert len(answer.readings) >= 2, answer.text
