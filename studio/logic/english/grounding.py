@@ -747,9 +747,8 @@ _SPEECH_ACTS = frozenset({"ask", "asks", "asking", "tell", "tells", "telling", "
                           "mentions", "promise", "promises", "promising", "disclose",
                           "discloses", "reveal", "reveals", "repeat", "repeats", "quote",
                           "quotes", "echo", "echoed", "statement", "statements", "advice",
-                          "advise", "show", "shows", "give", "gives", "make", "makes",
-                          "read", "write", "writes", "share", "shares", "claim", "claims",
-                          "include", "includes", "agent", "tutor", "recommend", "suggest"})
+                          "advise", "claim", "claims", "recommend", "recommends", "suggest",
+                          "suggests", "tutor"})
 # Phrases about what the other side does: "a dispute the customer raises" is not the agent's.
 _OTHER_SIDE = frozenset({"user", "users", "customer", "customers", "client", "clients",
                          "caller", "patient", "patients", "candidate", "candidates",
