@@ -546,3 +546,30 @@ def test_a_plural_subject_reads_each_one():
 def test_words_that_name_another_call_make_the_grounding_a_guess():
     answer = formalise("No payout on a denied claim.", vocabulary=SUPPORT)
     assert len(answer.readings) >= 2, answer.text
+
+
+DEPLOYS = _Vocabulary({"tool_call:deploy", "tests_passed", "tool_call:edit_file",
+                       "tool_call:export_data", "user_opted_in", "user_opted_out",
+                       "tool_call:run_migration", "tool_call:backup_database"})
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Before each deploy, the tests need to have passed since the last time code was edited.",
+     "G (tool_call:deploy -> (!tool_call:edit_file S tests_passed))"),
+    ("Deploys require that the tests have passed since the last edit.",
+     "G (tool_call:deploy -> (!tool_call:edit_file S tests_passed))"),
+    ("Data can only be exported if the user opted in and hasn't opted out again since.",
+     "G (tool_call:export_data -> (!user_opted_out S user_opted_in))"),
+    # at a migration, the last migration is an earlier one
+    ("Don't migrate unless a backup has been taken since the last migration.",
+     "G (tool_call:run_migration -> Y (!tool_call:run_migration S tool_call:backup_database))"),
+])
+def test_since_reads_what_came_after_the_latest_event(text, expected):
+    answer = formalise(text, vocabulary=DEPLOYS)
+    assert _among(expected, answer), [r.text for r in answer.readings] or answer.message
+
+
+def test_since_at_the_start_of_a_sentence_is_not_read_as_a_time():
+    # "since" there most often means "because"
+    answer = formalise("Since the user is a minor, never sell alcohol.")
+    assert not answer.ok

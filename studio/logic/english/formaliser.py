@@ -87,6 +87,7 @@ from ..formula import (
     W,
     X,
     Y,
+    S,
 )
 from ..patterns import absence, at_most_once, existence, precedence, universality
 from . import lexicon
@@ -343,6 +344,24 @@ def lex(text: str) -> list[Token]:
             tokens.append(Token("DROP", raw.text, raw.start))
             sentence_start = True
             i += 1
+            continue
+        if (raw.kind == "word" and raw.key == "since" and not at_sentence_start
+                and tokens and tokens[-1].kind in ("WORD", "NUM", "VALUE", "QUOTED")):
+            # "the tests have passed since the last edit": the latest edit came before them;
+            # "opted in and has not opted out since": not since then
+            end = i + 1
+            while (end < len(raws) and raws[end].key in ("the", "last", "latest", "most",
+                                                         "recent", "previous", "time", "then")):
+                end += 1
+            closes = end >= len(raws) or raws[end].kind == "punct"
+            emitted.append(Token("SINCE_THEN" if closes else "SINCE",
+                                 text[raw.start:raws[end - 1].start + len(raws[end - 1].text)],
+                                 raw.start))
+            for r in raws[i + 1:end]:
+                tokens.append(Token("DROP", r.text, r.start))
+            tokens.extend(emitted)
+            previous_kind = emitted[-1].kind
+            i = end
             continue
         if at_sentence_start and raw.kind == "word" and raw.key == "once":
             # "Once the session is closed, ...": from then on.
@@ -1046,6 +1065,14 @@ class _Tree(Transformer):
         a, b = self._items(c)
         return Connective("already", (a, b))
 
+    def since(self, c):
+        a, b = self._items(c)
+        return Connective("since", (a, b))
+
+    def and_not_since(self, c):
+        a, b = self._items(c)
+        return Connective("not_since", (a, b))
+
     # -- clauses
     def _mod(self, c, name):
         number_token = next((t for t in c if t.type == "NUM"), None)
@@ -1470,6 +1497,12 @@ class _Reader:
             return And(items[0], Not(items[1]))
         if node.op == "without":
             return And(items[0], Not(O(items[1])))
+        if node.op == "since":
+            # "P since the last Q": P came after the latest Q (or at all, when no Q came)
+            return S(Not(items[1]), items[0])
+        if node.op == "not_since":
+            # "P and not Q since": Q has not come since P
+            return S(Not(items[1]), items[0])
         if node.op == "already":
             # "cancel an order that has already shipped": the shipping came at or before it
             return And(items[0], O(items[1]))
@@ -2005,13 +2038,18 @@ class _Reader:
             # of them before it (one event a step: rarely both at one step)
             causes = cause.args if cause.op == "and" and all(
                 c.op in ("atom", "not") for c in cause.args) else (cause,)
-            earlier = And(*[O(c) if how == "same" else Y(O(c)) for c in causes])
+            earlier = And(*[c if c.op == "S" else O(c) if how == "same" else Y(O(c))
+                            for c in causes])
             return _Rule(G(Implies(effect, earlier)))
         if kind == "preceded_by_prev":
             return _Rule(G(Implies(self.state(node.first), Y(self.state(node.second)))))
         raise AssertionError(kind)  # pragma: no cover
 
     def _precedence(self, causes: list[Formula], effect: Formula) -> _Rule:
+        if len(causes) == 1 and causes[0].op == "S":
+            # "the tests must have passed since the last edit before each deploy": a condition
+            # on what came before, read at every deploy
+            return _Rule(G(Implies(effect, causes[0])))
         if len(causes) == 1:
             how = self.choose("strict", [
                 ("same", "the earlier event may be at the same step as the later one"),
@@ -2147,7 +2185,9 @@ def _map_leaves(node, fn, subject: bool = False):
     ("a refund must never be issued without manager approval")."""
     if isinstance(node, Leaf):
         return fn(node)
-    items = tuple(x if (subject and node.op == "without" and k == 1)
+    # nor the event of "since" ("the tests have passed since code was edited": the code)
+    items = tuple(x if (node.op in ("without", "since", "not_since") and k == 1
+                        and (subject or node.op != "without"))
                   else _map_leaves(x, fn, subject) for k, x in enumerate(node.items))
     return Connective(node.op, items, node.token)
 
@@ -2669,8 +2709,8 @@ def _answer(read: list, vocabulary, engine: str, english: str = "") -> Formalisa
             x for x in (candidates[0][1], "a message from anyone counts") if x))
         candidates.insert(0 if explicit else 1, (f_spoken, why))
     plain, plain_why = candidates[0]
-    candidates = [(release_after_trigger(one_call_a_step(as_limits(g))), why)
-                  for g, why in candidates]
+    candidates = [(since_before_own_event(release_after_trigger(one_call_a_step(
+        as_limits(g)))), why) for g, why in candidates]
     if as_limits(plain) is not plain:
         # "payments above 10000 must never be made": a payment whose amount the logs lack
         # breaks the limit, or (the author picks) only a payment shown above it does
@@ -2826,6 +2866,44 @@ def release_after_trigger(f: Formula) -> Formula:
         if here & banned:
             args = (args[0], WX(args[1]))
     return fm.rebuild(f, args)
+
+
+def since_before_own_event(f: Formula) -> Formula:
+    """"Don't migrate unless a backup has been taken since the last migration": at a
+    migration the last migration is an earlier one, so the "since" is read from the step
+    before (``G (migrate -> Y (!migrate S backup))``), else no migration could ever pass."""
+    def visit(g: Formula) -> Formula:
+        if g.op == "implies":
+            outside = {a.name for a in g.args[0].subformulas() if a.op == "atom"}
+            if outside:
+                return fm.rebuild(g, (g.args[0], wrap(g.args[1], outside)))
+            return g
+        if not g.args:
+            return g
+        return fm.rebuild(g, tuple(visit(a) for a in g.args))
+
+    def wrap(g: Formula, events: set) -> Formula:
+        if (g.op == "S" and g.args[0].op == "not" and g.args[0].args[0].op == "atom"
+                and g.args[0].args[0].name in events):
+            return Y(g)
+        if g.op in ("Y", "O", "H", "S") or not g.args:
+            return g
+        return fm.rebuild(g, tuple(wrap(a, events) for a in g.args))
+
+    if not any(g.op == "S" for g in f.subformulas()):
+        return f
+    # "unless P, never E" reads G (!P -> !E): the same as G (E -> P)
+    f = _unless_as_condition(f)
+    return visit(f)
+
+
+def _unless_as_condition(f: Formula) -> Formula:
+    if f.op == "G" and f.args[0].op == "implies" and f.args[0].args[0].op == "not" and \
+            f.args[0].args[1].op == "not" and f.args[0].args[0].args[0].op == "S":
+        return G(Implies(f.args[0].args[1].args[0], f.args[0].args[0].args[0]))
+    if f.op == "and":
+        return fm.rebuild(f, tuple(_unless_as_condition(a) for a in f.args))
+    return f
 
 
 def limits_everywhere(f: Formula) -> Formula:

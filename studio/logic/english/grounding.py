@@ -119,6 +119,9 @@ def words_of(name: str) -> list[str]:
                   r"[_\s]?(in|on)(?![a-z])", "login", name)
     name = re.sub(r"(?i)(?<![a-z])(log|logs|logged|logging|sign|signs|signed|signing)"
                   r"[_\s]?(out|off)(?![a-z])", "logout", name)
+    # "opted out" is not "opted in" ("in" and "out" alone say nothing)
+    name = re.sub(r"(?i)(?<![a-z])(opt|opts|opted|opting)[_\s]?(in|out)(?![a-z])",
+                  lambda m: "opt" + m.group(2).lower(), name)
     out = []
     for raw in re.split(r"[_:.\-\s]+", name):
         if not raw or raw.isdigit():
@@ -284,7 +287,43 @@ def ground_ties(name: str, vocabulary_atoms) -> list[str]:
             return (call and action) or (not call and state)
         top = max(closeness(c) for c in best)
         best = [c for c in best if closeness(c) == top]
+    if len(best) > 1:
+        best = _closest_ties(name, best)
     return best
+
+
+# Particles that words_of leaves out ("switch on", "lights off") but that tell two entries
+# apart: ``tool_call:switch_on`` and ``tool_call:switch_off`` have the same words otherwise.
+_PARTICLES = frozenset({"on", "off", "up", "down", "in", "out"})
+
+
+def _closest_ties(name: str, tied: list[str]) -> list[str]:
+    """Of entries that fit a phrase equally well by their words, the ones closest to how it is
+    written: the one whose particle the phrase says ("the stove is switched on" is
+    ``switch_on``, not ``switch_off``); the one that has the phrase's own word rather than a
+    synonym ("apply a discount" is ``apply_discount`` before ``apply_coupon``); the one whose
+    other words are only generic verbs ("emailing" is ``send_email`` before ``draft_email``).
+    Each step keeps every entry when none is closer."""
+    raw = [w.lower() for w in re.split(r"[_\s\-]+", name) if w]
+    said = set(raw) & _PARTICLES
+    if said:
+        parts = {t: set(re.split(r"[_:\s]+", t.lower())) & _PARTICLES for t in tied}
+        closer = [t for t in tied if parts[t] and parts[t] <= said]
+        if closer:
+            tied = closer
+    own = {_stem(w) for w in raw}
+
+    def literal(t: str) -> int:
+        written = re.split(r"[_:\s]+", re.sub(r"^(tool_call|role):", "", t.lower()))
+        return sum(_stem(w) in own for w in written)
+    top = max(literal(t) for t in tied)
+    tied = [t for t in tied if literal(t) == top]
+    if len(tied) > 1:
+        phrase = set(words_of(name))
+        plain = [t for t in tied if set(words_of(t)) - phrase <= _STEMMED_GENERIC]
+        if plain and len(plain) < len(tied):
+            tied = plain
+    return tied
 
 
 # Words a phrase may carry beyond its vocabulary entry without changing what it names.

@@ -183,6 +183,7 @@ _add("FEWER_THAN", "fewer than", "less than")
 _add("MORE_THAN NUM=1 TIMES", "more than once")
 _add("MORE_THAN NUM=2 TIMES", "more than twice")
 _add("FEWER_THAN NUM=2 TIMES", "fewer than twice", "less than twice")
+_add("NOT", "hasn't", "haven't", "hadn't", "has not", "have not", "had not")
 _add("NOT", "no more", "no longer", "is not to", "are not to", "is not to be", "are not to be",
      "is never to", "are never to", "is never to be", "are never to be")
 # Purpose clauses say why, not what: "look around to see the result".
