@@ -573,3 +573,11 @@ def test_since_at_the_start_of_a_sentence_is_not_read_as_a_time():
     # "since" there most often means "because"
     answer = formalise("Since the user is a minor, never sell alcohol.")
     assert not answer.ok
+
+
+def test_the_words_before_a_colon_can_be_the_summary_of_the_rule_after_it():
+    vocabulary = _Vocabulary({"role:user", "role:assistant"})
+    answer = formalise("Users shouldn't be left waiting: an assistant reply is expected no "
+                       "later than four steps after each user message.", vocabulary=vocabulary)
+    assert _among("G (role:user -> F[1,4] role:assistant)", answer), answer.message
+    assert all("summary" in r.why for r in answer.readings)

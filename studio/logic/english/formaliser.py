@@ -2433,19 +2433,27 @@ class OfflineFormaliser:
         if not any(t.kind not in ("DROP", "SEP", "COMMA") for t in tokens):
             return self._fail("there is no rule to read: only filler words", [])
         canonical, at = _canonical(tokens)
+        summary = False
         try:
             tree = _parser().parse(canonical)
         except UnexpectedInput as exc:
-            imperative = _as_imperative(tokens)
-            if imperative is None:
+            # "Take the key and unlock the door.": an instruction is an obligation; "Users
+            # shouldn't be left waiting: a reply is expected within 4 steps of each message":
+            # the words before the colon sum up the rule the rest states
+            for variant, is_summary in ((_as_imperative(tokens), False),
+                                        (_after_colon(tokens), True)):
+                if variant is None:
+                    continue
+                try:
+                    canonical_variant, at_variant = _canonical(variant)
+                    tree = _parser().parse(canonical_variant)
+                except UnexpectedInput:
+                    continue
+                tokens, canonical, at, summary = (variant, canonical_variant, at_variant,
+                                                  is_summary)
+                break
+            else:
                 return self._syntax_failure(tokens, canonical, at, exc)
-            # "Take the key and unlock the door.": an instruction is an obligation
-            try:
-                canonical_imperative, at_imperative = _canonical(imperative)
-                tree = _parser().parse(canonical_imperative)
-            except UnexpectedInput:
-                return self._syntax_failure(tokens, canonical, at, exc)
-            tokens, canonical, at = imperative, canonical_imperative, at_imperative
         try:
             nodes = _Tree(at, tokens).transform(tree)
             reader = _Reader()
@@ -2458,6 +2466,11 @@ class OfflineFormaliser:
             return self._fail(exc.message, exc.tokens)
         read = [(And(*formulas), reader)] + _other_readings(nodes, reader)
         answer = _answer(read, vocabulary, self.name, english)
+        if summary and answer.ok:
+            said = "the words before the colon are read as a summary of the rule after it"
+            answer = replace(answer, readings=tuple(
+                replace(r, why="; ".join(x for x in (said, r.why) if x))
+                for r in answer.readings))
         unsure = [m.phrase for m in answer.mapping if not m.grounded
                   and len(m.phrase.split()) >= MAX_INVENTED_WORDS]
         if vocabulary is not None and (getattr(vocabulary, "atoms", None) or
@@ -2501,6 +2514,15 @@ class OfflineFormaliser:
             return self._fail("the rule ends too early: after " + _quote_words(last) +
                               " the grammar expects more", last)
         return self._fail("could not place " + _quote_words([stop]) + " here", [stop])
+
+
+def _after_colon(tokens: list[Token]) -> list[Token] | None:
+    """The tokens with everything up to the sentence's colon dropped, or None when there is
+    no colon with a rule's worth of words after it."""
+    colons = [k for k, t in enumerate(tokens) if t.kind == "COMMA" and t.text == ":"]
+    if not colons or sum(t.kind == "WORD" for t in tokens[colons[-1] + 1:]) < 2:
+        return None
+    return [replace(t, kind="DROP") if k <= colons[-1] else t for k, t in enumerate(tokens)]
 
 
 def _as_imperative(tokens: list[Token]) -> list[Token] | None:
