@@ -302,7 +302,8 @@ def _closest_ties(name: str, tied: list[str]) -> list[str]:
     written: the one whose particle the phrase says ("the stove is switched on" is
     ``switch_on``, not ``switch_off``); the one that has the phrase's own word rather than a
     synonym ("apply a discount" is ``apply_discount`` before ``apply_coupon``); the one whose
-    other words are only generic verbs ("emailing" is ``send_email`` before ``draft_email``).
+    other words are only generic verbs, of calls ("emailing" is ``send_email`` before
+    ``draft_email``).
     Each step keeps every entry when none is closer."""
     raw = [w.lower() for w in re.split(r"[_\s\-]+", name) if w]
     said = set(raw) & _PARTICLES
@@ -318,7 +319,7 @@ def _closest_ties(name: str, tied: list[str]) -> list[str]:
         return sum(_stem(w) in own for w in written)
     top = max(literal(t) for t in tied)
     tied = [t for t in tied if literal(t) == top]
-    if len(tied) > 1:
+    if len(tied) > 1 and all(t.startswith("tool_call:") for t in tied):
         phrase = set(words_of(name))
         plain = [t for t in tied if set(words_of(t)) - phrase <= _STEMMED_GENERIC]
         if plain and len(plain) < len(tied):

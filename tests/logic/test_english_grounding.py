@@ -1,0 +1,79 @@
+"""Grounding English phrases onto a workspace's vocabulary (``studio.logic.english.grounding``).
+
+Each test formalises a rule with a small vocabulary and checks the readings by meaning
+(``distinguishing_trace``), never by text: the intended formula must be one of the readings, and
+where a grounding would be wrong, no reading may use it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from studio.logic.english import formalise
+from studio.logic.parser import parse
+from studio.logic.review import distinguishing_trace
+
+
+@dataclass(frozen=True)
+class Vocab:
+    atoms: frozenset
+    paths: dict = field(default_factory=dict)
+
+
+def vocab(atoms, paths=None) -> Vocab:
+    return Vocab(frozenset(atoms), {p: {t} for p, t in (paths or {}).items()})
+
+
+def readings(english: str, vocabulary: Vocab) -> list:
+    answer = formalise(english, vocabulary=vocabulary)
+    return [r.formula for r in answer.readings]
+
+
+def same(f, expected: str) -> bool:
+    return distinguishing_trace(f, parse(expected), max_length=8) is None
+
+
+def has_reading(english: str, vocabulary: Vocab, expected: str) -> bool:
+    return any(same(f, expected) for f in readings(english, vocabulary))
+
+
+def atoms_of(f) -> set:
+    return {g.name for g in f.subformulas() if g.op == "atom"}
+
+
+# ---------------------------------------------------------------------------------------------
+# Entries whose words tie: the one closest to how the phrase is written
+
+LIGHTS = vocab({"tool_call:lights_on", "tool_call:lights_off", "motion_detected"})
+
+
+def test_the_particle_tells_on_from_off():
+    rule = "When motion is detected, the lights must be turned on within 2 steps."
+    found = readings(rule, LIGHTS)
+    assert any(same(f, "G (motion_detected -> F[1,2] tool_call:lights_on)") for f in found)
+    assert all("tool_call:lights_off" not in atoms_of(f) for f in found)
+    assert all("tool_call:lights_on" not in atoms_of(f)
+               for f in readings("The lights must never be switched off.", LIGHTS))
+
+
+def test_the_phrase_own_word_before_a_synonym():
+    shop = vocab({"tool_call:apply_coupon", "tool_call:apply_discount", "role:user"},
+                 {"output.args.percent": "number"})
+    found = readings("Never apply a discount above 30 percent.", shop)
+    assert any(same(f, "G !(tool_call:apply_discount & output.args.percent > 30)")
+               for f in found)
+    assert all("tool_call:apply_coupon" not in atoms_of(f) for f in found)
+
+
+def test_a_call_named_by_its_object_is_the_plain_one():
+    mail = vocab({"tool_call:draft_email", "tool_call:send_email", "role:user"})
+    found = readings("Emailing is never allowed.", mail)
+    assert any(same(f, "G !tool_call:send_email") for f in found)
+    assert all("tool_call:draft_email" not in atoms_of(f) for f in found)
+
+
+def test_a_label_and_a_call_that_tie_are_not_settled_by_the_generic_verb():
+    # "read" is a generic verb (get): it must not make the call win over the label
+    from studio.logic.english.grounding import ground_ties
+    tied = ground_ties("secrets_shown", {"contains_secret", "tool_call:read_secret"})
+    assert "contains_secret" in tied
