@@ -581,3 +581,12 @@ def test_the_words_before_a_colon_can_be_the_summary_of_the_rule_after_it():
                        "later than four steps after each user message.", vocabulary=vocabulary)
     assert _among("G (role:user -> F[1,4] role:assistant)", answer), answer.message
     assert all("summary" in r.why for r in answer.readings)
+
+
+def test_a_count_in_words_after_at_most_is_the_bound():
+    vocabulary = _Vocabulary({"tool_call:git_push"})
+    answer = formalise("The agent may push at most three times per session.",
+                       vocabulary=vocabulary)
+    assert _among("!tool_call:git_push W (tool_call:git_push & WX (!tool_call:git_push W "
+                  "(tool_call:git_push & WX G (tool_call:git_push -> WX G "
+                  "!tool_call:git_push))))", answer), answer.message

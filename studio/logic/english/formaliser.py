@@ -568,6 +568,10 @@ def lex(text: str) -> list[Token]:
                             and following is not None and following.kind in ("word", "quoted")):
                         # "immediately after P, Q": Q at the step after P's
                         spec = "TRIGGER_NEXT"
+                    if (spec.startswith("AT_LEAST ") and tokens and tokens[-1].kind in
+                            ("AT_MOST", "AT_LEAST", "EXACTLY", "MORE_THAN", "FEWER_THAN")):
+                        # "at most three times": "three times" is the count, not a minimum
+                        spec = spec.removeprefix("AT_LEAST ")
                     for part in spec.split():
                         name, _, value = part.partition("=")
                         emitted.append(Token(name, source, start,
