@@ -590,3 +590,11 @@ def test_a_count_in_words_after_at_most_is_the_bound():
     assert _among("!tool_call:git_push W (tool_call:git_push & WX (!tool_call:git_push W "
                   "(tool_call:git_push & WX G (tool_call:git_push -> WX G "
                   "!tool_call:git_push))))", answer), answer.message
+
+
+def test_a_condition_can_require_an_order_of_events():
+    vocabulary = _Vocabulary({"ambiguous_request", "clarifying_question", "tool_call:web_search"})
+    answer = formalise("If the request is ambiguous, the agent asks a clarifying question before "
+                       "doing any searching.", vocabulary=vocabulary)
+    assert _among("G (ambiguous_request -> (!tool_call:web_search W clarifying_question))",
+                  answer), answer.message

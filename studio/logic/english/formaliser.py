@@ -1921,6 +1921,10 @@ class _Reader:
                 # is a later occurrence of the trigger's own event, not the trigger itself
                 return WX(ban) if ban.op == "W" else X(ban)
             return ban
+        if isinstance(node, Precedence):
+            # "if the request is ambiguous, the agent asks a clarifying question before doing
+            # any searching": from the trigger on, no search until the question
+            return self.precedence(node).formula
         parts, links = node.parts, node.links
         rest = self.chain_tail(parts[1:], links) if len(parts) > 1 else None
         return self.consequent(parts[0], default, rest)
