@@ -598,3 +598,12 @@ def test_a_condition_can_require_an_order_of_events():
                        "doing any searching.", vocabulary=vocabulary)
     assert _among("G (ambiguous_request -> (!tool_call:web_search W clarifying_question))",
                   answer), answer.message
+
+
+@pytest.mark.parametrize("text", ["Attendance is taken once per session, not more.",
+                                  "Attendance is only taken once."])
+def test_once_at_the_end_of_a_clause_is_a_count(text):
+    vocabulary = _Vocabulary({"tool_call:mark_attendance", "tool_call:start_class"})
+    answer = formalise(text, vocabulary=vocabulary)
+    assert _among("G (tool_call:mark_attendance -> WX G !tool_call:mark_attendance)", answer), \
+        answer.message

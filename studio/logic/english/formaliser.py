@@ -363,6 +363,19 @@ def lex(text: str) -> list[Token]:
             previous_kind = emitted[-1].kind
             i = end
             continue
+        if (raw.kind == "word" and raw.key == "once" and not at_sentence_start
+                and _once_closes(raws, i)):
+            # "it's only paid once", "attendance is taken once per session, not more": a
+            # count, at most one
+            only = [t for t in tokens[-4:] if t.kind == "ONLY"]
+            for t in only:
+                t.kind = "DROP"
+            for part in ("AT_MOST", "NUM", "TIMES"):
+                emitted.append(Token(part, raw.text, raw.start, 1 if part == "NUM" else None))
+            tokens.extend(emitted)
+            previous_kind = "TIMES"
+            i += 1
+            continue
         if at_sentence_start and raw.kind == "word" and raw.key == "once":
             # "Once the session is closed, ...": from then on.
             emitted.append(Token("AFTER", raw.text, raw.start))
@@ -2522,6 +2535,14 @@ class OfflineFormaliser:
             return self._fail("the rule ends too early: after " + _quote_words(last) +
                               " the grammar expects more", last)
         return self._fail("could not place " + _quote_words([stop]) + " here", [stop])
+
+
+def _once_closes(raws: list[_Raw], i: int) -> bool:
+    """Whether "once" at ``raws[i]`` ends its clause ("paid once.", "once per session",
+    "once, not more"): a count, not "once the payment clears"."""
+    after = [r.key for r in raws[i + 1:i + 4]]
+    return (not after or raws[i + 1].kind == "punct"
+            or after[0] == "per" or after[:2] in (["a", "session"], ["each", "session"]))
 
 
 def _after_colon(tokens: list[Token]) -> list[Token] | None:

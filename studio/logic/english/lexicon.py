@@ -255,6 +255,8 @@ _add("EVENTUALLY", "before wrapping up", "before finishing", "before signing off
      "before ending", "before closing out", "before it finishes", "before it ends",
      "before handing off", "before finishing up", "before the end of it")
 _add("DURING", "during")
+# "once per session, not more": the count says it already
+_add("DROP", "not more", "no more than that", "and no more", "not more than that")
 for _p in ("is only possible", "are only possible", "is only allowed", "are only allowed",
            "is only permitted", "are only permitted"):
     _PHRASES[_p] = "MODAL ONLY"
