@@ -15,7 +15,7 @@ import time
 import pytest
 
 from studio.logic.english import Formalisation, Formaliser, formalise
-from studio.logic.english.formaliser import OfflineFormaliser
+from studio.logic.english.formaliser import OfflineFormaliser, lex
 from studio.logic.finite import holds
 from studio.logic.parser import parse
 from studio.logic.review import distinguishing_trace
@@ -607,3 +607,19 @@ def test_once_at_the_end_of_a_clause_is_a_count(text):
     answer = formalise(text, vocabulary=vocabulary)
     assert _among("G (tool_call:mark_attendance -> WX G !tool_call:mark_attendance)", answer), \
         answer.message
+
+
+def test_a_colon_before_required_says_what_the_subject_requires():
+    vocabulary = _Vocabulary({"tool_call:convert_currency", "manager_approved"},
+                             {"output.args.amount": "number"})
+    answer = formalise("Currency conversions over 1M: manager sign-off required.",
+                       vocabulary=vocabulary)
+    assert _among("G (tool_call:convert_currency & output.args.amount > 1000000 -> "
+                  "O manager_approved)", answer), answer.message
+
+
+def test_a_subject_before_a_colon_is_not_taken_for_a_label():
+    # "over 1M" has a digit, "for a claim" the word "for": neither makes a label
+    tokens = [t for t in lex("Medical records requested for a claim: HIPAA authorization "
+                             "first.") if t.kind == "WORD"]
+    assert [t.text for t in tokens][:2] == ["Medical", "records"]

@@ -133,7 +133,7 @@ _RAW = re.compile(r"""
   | (?P<number>\$?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w])|\$?\d+(?:\.\d+)?[kKmM]?(?![\w]))
   | (?P<word>[\w][\w]*(?:[:.\-'’][\w]+)*(?:(?<=s)['’](?![\w]))?)
   | (?P<op>>=|<=|==|!=|=|>|<)
-  | (?P<punct>[,;.:!?()]|[—–]|(?<=\s)-(?=\s))
+  | (?P<punct>[,;.:!?()→]|[—–]|(?<=\s)-(?=\s))
   | (?P<space>\s+)
   | (?P<other>.)
 """, re.VERBOSE)
@@ -142,7 +142,7 @@ _RAW = re.compile(r"""
 _RELATIVE_VERBS = frozenset({"is", "are", "was", "were", "has", "have", "had", "hasn't",
                              "haven't", "isn't", "aren't", "wasn't", "weren't", "hadn't"})
 
-_PUNCT = {",": "COMMA", ":": "COMMA", ";": "SEP", ".": "SEP", "!": "SEP", "?": "SEP",
+_PUNCT = {",": "COMMA", ":": "COMMA", "→": "COMMA", ";": "SEP", ".": "SEP", "!": "SEP", "?": "SEP",
           "(": "LPAR", ")": "RPAR", "—": "COMMA", "–": "COMMA", "-": "COMMA"}
 
 
@@ -179,19 +179,22 @@ def _number(text: str):
     return float(digits) if "." in digits else int(digits)
 
 
-# Words of a rule's label ("On-call note:", "Hazard H-2:", "Runbook step 4:").
-_HEADING_WORDS = frozenset({"note", "notes", "reminder", "hazard", "rule", "requirement",
-                            "policy", "runbook", "step", "tasks", "task", "guideline", "memo",
-                            "ticket", "section", "update", "fyi", "important", "design",
-                            "control", "clause", "article", "item", "spec", "story", "level",
-                            "quick", "from", "for", "the", "a", "on-call", "compliance"})
+# Words that make a rule's label ("On-call note:", "Hazard H-2:", "Runbook step 4:").
+_HEADING_WORDS = frozenset({"note", "notes", "reminder", "hazard", "rule", "requirement", "step",
+                            "policy", "runbook", "guideline", "memo", "ticket", "section",
+                            "fyi", "important", "design", "control", "clause", "article",
+                            "spec", "story", "finding", "observation", "criterion",
+                            "criteria", "acceptance"})
 _SOURCE_WORDS = ("per", "according")
+# An identifier: "PAY-412", "H-2", "SUP-203", "R12".
+_IDENTIFIER = re.compile(r"^[A-Za-z]{1,6}-?\d+(?:\.\d+)*$")
 
 
 def _heading_end(raws: list[_Raw], i: int) -> int:
     """Where a sentence's label ends (after its colon), or a leading "Per compliance," (after
-    its comma); 0 when the sentence has none.  A label is at most six words before a colon, none
-    a keyword, with an identifier in it ("PAY-412", "H-2", "step 4") or a label word ("note")."""
+    its comma); 0 when the sentence has none.  A label is at most six words before a colon,
+    none a keyword, with an identifier ("PAY-412", "H-2") or a label word ("note", "policy")
+    in it: "Currency conversions over 1M:" is the rule's subject, not a label."""
     for j in range(i, min(len(raws), i + 8)):
         raw = raws[j]
         if raw.text in (":", ",") and j > i:
@@ -200,16 +203,14 @@ def _heading_end(raws: list[_Raw], i: int) -> int:
                                     or j + 1 >= len(raws)):
                 return 0
             if raw.text == ":" and not any(
-                    any(ch.isdigit() for ch in r.text) or r.key in _HEADING_WORDS
-                    for r in head):
+                    _IDENTIFIER.match(r.text) or r.key in _HEADING_WORDS for r in head):
                 return 0
             if any(r.kind not in ("word", "number") for r in head) or any(
                     r.key in lexicon.PHRASES and lexicon.PHRASES[r.key] != "DROP"
                     and r.key not in _HEADING_WORDS for r in head):
                 return 0
             return j + 1
-        if raw.kind not in ("word", "number", "punct") or raw.text not in ("(", ")") and \
-                raw.kind == "punct":
+        if raw.kind not in ("word", "number"):
             return 0
     return 0
 
@@ -2462,6 +2463,7 @@ class OfflineFormaliser:
             # shouldn't be left waiting: a reply is expected within 4 steps of each message":
             # the words before the colon sum up the rule the rest states
             for variant, is_summary in ((_as_imperative(tokens), False),
+                                        (_colon_requires(tokens), False),
                                         (_after_colon(tokens), True)):
                 if variant is None:
                     continue
@@ -2543,6 +2545,27 @@ def _once_closes(raws: list[_Raw], i: int) -> bool:
     after = [r.key for r in raws[i + 1:i + 4]]
     return (not after or raws[i + 1].kind == "punct"
             or after[0] == "per" or after[:2] in (["a", "session"], ["each", "session"]))
+
+
+_REQUIRED_MARKS = frozenset({"required", "mandatory", "compulsory", "needed", "first",
+                             "obligatory", "a must"})
+
+
+def _colon_requires(tokens: list[Token]) -> list[Token] | None:
+    """"Currency conversions over 1M: manager sign-off required.", "Claim denial -> reason
+    code mandatory.": the colon says the words before it require the words after it; None when
+    the sentence is not of that shape."""
+    colons = [k for k, t in enumerate(tokens) if t.kind == "COMMA" and t.text in (":", "→")]
+    if len(colons) != 1:
+        return None
+    rest = [k for k in range(colons[0] + 1, len(tokens))
+            if tokens[k].kind not in ("DROP", "SEP")]
+    if len(rest) < 2 or tokens[rest[-1]].text.lower() not in _REQUIRED_MARKS:
+        return None
+    out = list(tokens)
+    out[colons[0]] = replace(tokens[colons[0]], kind="REQUIRES")
+    out[rest[-1]] = replace(tokens[rest[-1]], kind="DROP")
+    return out
 
 
 def _after_colon(tokens: list[Token]) -> list[Token] | None:
