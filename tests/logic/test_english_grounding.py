@@ -77,3 +77,49 @@ def test_a_label_and_a_call_that_tie_are_not_settled_by_the_generic_verb():
     from studio.logic.english.grounding import ground_ties
     tied = ground_ties("secrets_shown", {"contains_secret", "tool_call:read_secret"})
     assert "contains_secret" in tied
+
+
+# ---------------------------------------------------------------------------------------------
+# The words beyond a call's own: irregular verbs, flags and values together, several words
+
+GAME = vocab({"tool_call:go", "tool_call:take", "tool_call:examine"},
+             {"output.args.direction": "string", "output.args.object": "string"})
+
+
+def test_an_irregular_form_names_the_call():
+    found = readings("Going west is never allowed.", GAME)
+    assert any(same(f, 'G !(tool_call:go & output.args.direction == "west")') for f in found)
+    assert all(atoms_of(f) <= GAME.atoms for f in found)
+
+
+def test_a_value_of_several_words():
+    assert has_reading("Never take the silver key.", GAME,
+                       'G !(tool_call:take & output.args.object == "silver key")')
+    assert has_reading("No going west until the player has picked up the silver key.", GAME,
+                       '!(tool_call:go & output.args.direction == "west") W '
+                       '(tool_call:take & output.args.object == "silver key")')
+
+
+def test_several_words_are_no_value_when_more_follows():
+    from studio.logic.english.grounding import ground_phrase
+    grounded, _ = ground_phrase("opening_level_means_unlocking",
+                                {"tool_call:open", "tool_call:unlock"},
+                                {"output.args.object": {"string"}})
+    assert "level" not in grounded.text
+
+
+def test_a_flag_and_a_value_hold_together():
+    git = vocab({"tool_call:git_push", "tool_call:git_commit"},
+                {"output.args.force": "boolean", "output.args.branch": "string"})
+    found = readings("Force-pushing to develop is not allowed.", git)
+    assert same(found[0], 'G !(tool_call:git_push & output.args.force == true & '
+                          'output.args.branch == "develop")')
+
+
+def test_a_word_before_the_call_is_not_where_it_goes():
+    records = vocab({"tool_call:share_record", "consent_given"},
+                    {"output.args.recipient": "string"})
+    found = readings("Never share patient records without consent.", records)
+    assert same(found[0], "G (tool_call:share_record -> O consent_given)")
+    assert has_reading("Never share records with the insurer.", records,
+                       'G !(tool_call:share_record & output.args.recipient == "insurer")')

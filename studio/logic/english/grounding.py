@@ -77,7 +77,22 @@ _UNIT_WORDS = frozenset({"ppm", "pct", "percent", "c", "f", "usd", "eur", "gbp",
                          "hours", "hrs", "days", "km", "miles", "cents", "dollars", "euros"})
 
 
+# Irregular forms of verbs the logs name by their base ("going east" is ``tool_call:go``, "the
+# email was sent" ``tool_call:send_email``, "the key is taken" ``tool_call:take``).
+_IRREGULAR = {"going": "go", "goes": "go", "went": "go", "gone": "go", "sent": "send",
+              "taken": "take", "took": "take", "eaten": "eat", "ate": "eat", "paid": "pay",
+              "written": "write", "wrote": "write", "given": "give", "gave": "give",
+              "shown": "show", "chosen": "choose", "chose": "choose", "sold": "sell",
+              "bought": "buy", "doing": "do", "done": "do", "did": "do", "made": "make",
+              "kept": "keep", "held": "hold", "spent": "spend", "withdrawn": "withdraw",
+              "withdrew": "withdraw", "thrown": "throw", "threw": "throw", "driven": "drive",
+              "drove": "drive", "begun": "begin", "began": "begin", "broken": "break",
+              "broke": "break", "forgotten": "forget", "hidden": "hide", "frozen": "freeze",
+              "froze": "freeze", "stolen": "steal", "spoken": "speak", "told": "tell"}
+
+
 def _stem(word: str) -> str:
+    word = _IRREGULAR.get(word.lower(), word)
     w = _stem_once(word.lower())
     w = _stem_once(w) if w.endswith("ment") else w
     if word.lower().endswith("s") and w.endswith(("ing", "ion")):
@@ -357,6 +372,11 @@ def ground_phrase(name: str, atoms, paths) -> tuple[Formula | None, list[str]]:
     extra = _ground_rest(rest, atoms - {main}, paths, main, name, after)
     if extra is not None:
         used = {w for a in extra.subformulas() if a.op == "atom" for w in words_of(a.name)}
+        # and the words a comparison took: a flag's name, an argument's value
+        for c in (a.payload for a in extra.subformulas() if a.op == "cmp"):
+            used |= set(words_of(c.left[1].rsplit(".", 1)[-1]))
+            if isinstance(_const(c.right), str):
+                used |= set(words_of(_const(c.right)))
         return fm.And(fm.Atom(main), extra), [w for w in rest if w not in after
                                               and w not in used and len(rest) > 1]
     return fm.Atom(main), rest
@@ -410,6 +430,10 @@ def guess_kind(name: str, atom: str, leftover: list[str]) -> frozenset:
 _NAMING_ARGUMENTS = frozenset({"object", "target", "item", "direction", "destination", "room",
                                "location", "place", "branch", "side", "entity", "name",
                                "username", "recipient", "environment", "env", "branch"})
+# Arguments that say where a call goes, written after it with a preposition ("send to the
+# patient", "go north"): a word before the call's words is never their value.
+_PLACE_ARGUMENTS = frozenset({"recipient", "destination", "direction", "room", "location",
+                              "place"})
 # Outcomes a call's result reports ("a KYC check fails", "the tests pass"), as the logs word
 # them: the status field's value.
 _OUTCOMES = {"fail": "failed", "pass": "passed", "succe": "succeeded", "succeed": "succeeded",
@@ -420,6 +444,10 @@ _STATUS_FIELDS = ("status", "result", "outcome", "state")
 
 def _ground_rest(rest: list[str], atoms, paths, main: str = "", name: str = "",
                  after: list[str] | None = None) -> Formula | None:
+    """What the words of a phrase beyond its entry's say: a second entry, flags of the call,
+    the values of its arguments.  Each says something of its own words, so all of them hold
+    together ("force-pushing to main" -> ``force == true`` and ``branch == "main"``; "a
+    sandbag put on the pedestal" -> ``on == "pedestal"`` and ``object == "sandbag"``)."""
     negated = [w[2:] if w.startswith("un") and len(w) > 5 else w for w in rest]
     flipped = negated != rest
     # a second entry only from the words after the first ("wire funds to an unverified
@@ -430,14 +458,17 @@ def _ground_rest(rest: list[str], atoms, paths, main: str = "", name: str = "",
         entry = set(words_of(candidate))
         if entry and entry <= qualifier:
             return fm.Not(fm.Atom(candidate)) if flipped else fm.Atom(candidate)
+    parts: list[Formula] = []
+    used: set[str] = set()
     for candidate in sorted(paths):
         if "boolean" not in _path_type(paths[candidate]):
             continue
         field = set(words_of(candidate.rsplit(".", 1)[-1]))
-        if field and field <= set(negated):
-            return fm.Compare(("path", candidate), "==", ("const", not flipped))
+        if field and field <= set(negated) and not field & used:
+            parts.append(fm.Compare(("path", candidate), "==", ("const", not flipped)))
+            used |= field | {"un" + w for w in field}
     if not main.startswith("tool_call:"):
-        return None
+        return fm.And(*parts) if parts else None
     strings = sorted(p for p in paths if "string" in _path_type(paths[p]))
     outcomes = [w for w in rest if w in _OUTCOMES]
     if len(outcomes) == 1 and len(rest) == 1:
@@ -450,7 +481,10 @@ def _ground_rest(rest: list[str], atoms, paths, main: str = "", name: str = "",
         if field in strings and word in _RESTRICTING | {"via", "for", "by"}:
             # "cook with the oven" when the call's arguments have a "with": its value
             value = " ".join(raw_all[k + 1:])
-            return fm.Compare(("path", field), "==", ("const", value))
+            parts.append(fm.Compare(("path", field), "==", ("const", value)))
+            used |= {_STEMMED_SYNONYMS.get(_stem(w), _stem(w)) for w in raw_all[k:]}
+            strings = [p for p in strings if p != field]
+            break
     naming = [p for p in strings if p.startswith("output.args.")
               and p.rsplit(".", 1)[-1] in _NAMING_ARGUMENTS]
     # the value is a word after the call's words ("push to main"), else before them ("sell
@@ -463,15 +497,42 @@ def _ground_rest(rest: list[str], atoms, paths, main: str = "", name: str = "",
     # "issued twice for the same order": what the event is for is not an argument's value
     after_for = {_STEMMED_SYNONYMS.get(_stem(w), _stem(w))
                  for k, w in enumerate(raw_words) if "for" in raw_words[:k]}
-    pool = [w for w in (after or rest) if w not in entry_words and w not in after_for
-            and not _not_a_value(raw_of.get(w, w))]
+
+    def fits(w: str) -> bool:
+        return (w not in entry_words and w not in after_for and w not in used
+                and not _not_a_value(raw_of.get(w, w)))
+    pool = [w for w in (after or []) if fits(w)]
+    if not pool:
+        # before the call's words a value names what it acts on ("sell orders", "production
+        # deploys"), not where it goes ("patient records" are not sent to the patient)
+        pool = [w for w in rest if fits(w)]
+        naming = [p for p in naming if p.rsplit(".", 1)[-1] not in _PLACE_ARGUMENTS]
     named = [p for p in naming if set(words_of(p.rsplit(".", 1)[-1])) <= set(pool)]
     if len(named) == 1 or len(naming) == 1:
         path = (named or naming)[0]
         values = [w for w in pool if w not in words_of(path.rsplit(".", 1)[-1])]
-        raw = [w for w in re.split(r"[_\s]+", name) if w and values and _stem(w) == values[0]]
-        if len(values) == 1 and raw:
-            return fm.Compare(("path", path), "==", ("const", raw[-1].lower()))
+        # several words are one value only when they end the phrase ("pick up the brass
+        # key"), not when more follows them ("opening the level means ...")
+        tail = [w for w in (after or []) if w not in words_of(path.rsplit(".", 1)[-1])]
+        value = _written_value(values, name) if len(values) == 1 or values == tail else None
+        if value is not None:
+            parts.append(fm.Compare(("path", path), "==", ("const", value)))
+    return fm.And(*parts) if parts else None
+
+
+def _written_value(values: list[str], name: str) -> str | None:
+    """An argument's value as the phrase writes it: one word ("take the lamp" -> "lamp"), or
+    words that follow one another in the phrase ("pick up the brass key" -> "brass key")."""
+    if not values:
+        return None
+    raw = [w for w in re.split(r"[_\s]+", name) if w]
+    stems = [_STEMMED_SYNONYMS.get(_stem(w), _stem(w)) for w in raw]
+    if len(values) == 1:
+        found = [w for w, st in zip(raw, stems) if _stem(w) == values[0] or st == values[0]]
+        return found[-1].lower() if found else None
+    for k in range(len(stems) - len(values) + 1):
+        if stems[k:k + len(values)] == values:
+            return " ".join(w.lower() for w in raw[k:k + len(values)])
     return None
 
 
@@ -698,12 +759,14 @@ def ground(f: Formula, invented: list[str], vocabulary, words_left: str = "drop"
                 naming = sorted(p for p in paths if p.startswith("output.args.")
                                 and "string" in _path_type(paths[p])
                                 and p.rsplit(".", 1)[-1] in _NAMING_ARGUMENTS)
-                if ("restricting" not in kinds and naming and "_" not in rest
-                        and not _not_a_value(rest.lower())):
-                    wanted = "direction" if rest.lower() in _COMPASS else "object"
+                # the value's words as written, one word or several in a row ("take the
+                # silver key"), without those that name no thing ("going west is allowed")
+                spoken = _written_value([w for w in leftover if w in values], name)
+                if "restricting" not in kinds and naming and spoken is not None:
+                    wanted = "direction" if spoken in _COMPASS else "object"
                     path = next((p for p in naming if p.endswith("." + wanted)), naming[0])
-                    value = fm.Compare(("path", path), "==", ("const", rest.lower()))
-                    mapping.append(Grounding(rest, value.text, True))
+                    value = fm.Compare(("path", path), "==", ("const", spoken))
+                    mapping.append(Grounding(spoken, value.text, True))
                     changed[name] = fm.And(grounded, value)
                     continue
                 states = [a for a in atoms if not a.startswith(("tool_call:", "role:"))]
