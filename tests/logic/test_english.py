@@ -623,3 +623,17 @@ def test_a_subject_before_a_colon_is_not_taken_for_a_label():
     tokens = [t for t in lex("Medical records requested for a claim: HIPAA authorization "
                              "first.") if t.kind == "WORD"]
     assert [t.text for t in tokens][:2] == ["Medical", "records"]
+
+
+def test_a_permission_before_but_forbids_nothing():
+    vocabulary = _Vocabulary({"gives_legal_advice", "role:assistant"})
+    answer = formalise("You may provide general legal information, but the assistant is not "
+                       "allowed to give legal advice.", vocabulary=vocabulary)
+    assert _among("G !(role:assistant & gives_legal_advice)", answer), answer.message
+
+
+def test_ages_are_compared():
+    vocabulary = _Vocabulary({"tool_call:send_link"}, {"data.learner_age": "number"})
+    answer = formalise("Learners younger than 13 are not to be sent links, whatever the reason.",
+                       vocabulary=vocabulary)
+    assert _among("G !(tool_call:send_link & data.learner_age < 13)", answer), answer.message

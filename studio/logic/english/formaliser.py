@@ -2464,7 +2464,8 @@ class OfflineFormaliser:
             # the words before the colon sum up the rule the rest states
             for variant, is_summary in ((_as_imperative(tokens), False),
                                         (_colon_requires(tokens), False),
-                                        (_after_colon(tokens), True)):
+                                        (_after_colon(tokens), True),
+                                        (_after_permission(tokens), True)):
                 if variant is None:
                     continue
                 try:
@@ -2490,7 +2491,9 @@ class OfflineFormaliser:
         read = [(And(*formulas), reader)] + _other_readings(nodes, reader)
         answer = _answer(read, vocabulary, self.name, english)
         if summary and answer.ok:
-            said = "the words before the colon are read as a summary of the rule after it"
+            said = ("the words before the colon are read as a summary of the rule after it"
+                    if any(t.text == ":" for t in tokens) else
+                    "the permission before “but” is read as forbidding nothing")
             answer = replace(answer, readings=tuple(
                 replace(r, why="; ".join(x for x in (said, r.why) if x))
                 for r in answer.readings))
@@ -2566,6 +2569,21 @@ def _colon_requires(tokens: list[Token]) -> list[Token] | None:
     out[colons[0]] = replace(tokens[colons[0]], kind="REQUIRES")
     out[rest[-1]] = replace(tokens[rest[-1]], kind="DROP")
     return out
+
+
+def _after_permission(tokens: list[Token]) -> list[Token] | None:
+    """"You may give general information, but never legal advice": what a permission before
+    "but" allows forbids nothing; the rule is after it.  None when the sentence does not open
+    with a permission."""
+    buts = [k for k, t in enumerate(tokens) if t.kind == "WORD" and str(t.value) == "but"]
+    if len(buts) != 1:
+        return None
+    head = [t for t in tokens[:buts[0]] if t.kind not in ("DROP", "COMMA")]
+    if (not any(t.kind == "MODAL" and t.text.lower() in ("may", "can", "is allowed to",
+                                                         "are allowed to") for t in head)
+            or any(t.kind in ("NOT", "NEVER", "FORBIDDEN", "SEP") for t in head)):
+        return None
+    return [replace(t, kind="DROP") if k <= buts[0] else t for k, t in enumerate(tokens)]
 
 
 def _after_colon(tokens: list[Token]) -> list[Token] | None:

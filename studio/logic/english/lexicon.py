@@ -255,6 +255,11 @@ _add("EVENTUALLY", "before wrapping up", "before finishing", "before signing off
      "before ending", "before closing out", "before it finishes", "before it ends",
      "before handing off", "before finishing up", "before the end of it")
 _add("DURING", "during")
+# Emphasis that adds nothing to a rule ("..., whatever the reason", "..., nobody else")
+_add("DROP", "whatever the reason", "for whatever reason", "for any reason",
+     "no matter the reason", "regardless of the reason", "whatever else happens",
+     "nobody else", "no one else", "and nobody else", "and no one else", "no exceptions",
+     "even if asked", "even if the user asks", "even if the customer asks", "even when asked")
 # "once per session, not more": the count says it already
 _add("DROP", "not more", "no more than that", "and no more", "not more than that")
 for _p in ("is only possible", "are only possible", "is only allowed", "are only allowed",
@@ -322,9 +327,9 @@ _PREP_CMP = {
     ">": ("above", "over", "more than", "greater than", "higher than", "larger than",
           "exceeding", "of more than", "of over", "worth more than", "bigger than",
           "longer than", "for longer than", "for more than", "costing more than",
-          "priced above", "priced over", "costing over"),
+          "priced above", "priced over", "costing over", "older than", "over the age of"),
     "<": ("below", "under", "less than", "lower than", "smaller than", "of less than",
-          "of under"),
+          "of under", "younger than", "under the age of", "cheaper than", "shorter than"),
     ">=": ("of at least",),
     "<=": ("of at most", "up to"),
 }
