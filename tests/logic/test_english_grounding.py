@@ -123,3 +123,29 @@ def test_a_word_before_the_call_is_not_where_it_goes():
     assert same(found[0], "G (tool_call:share_record -> O consent_given)")
     assert has_reading("Never share records with the insurer.", records,
                        'G !(tool_call:share_record & output.args.recipient == "insurer")')
+
+
+# ---------------------------------------------------------------------------------------------
+# A state that lasts until a call ends it: "stays shut" is "is not opened"
+
+def test_a_state_is_the_call_that_ends_it_not_happening():
+    game = vocab({"tool_call:unlock", "tool_call:examine", "tool_call:go"},
+                 {"output.args.object": "string"})
+    rule = "The safe stays locked until the player has examined the note."
+    found = readings(rule, game)
+    assert same(found[0], 'G (tool_call:unlock & output.args.object == "safe" -> '
+                          'O (tool_call:examine & output.args.object == "note"))')
+    # a guess: the invented state is offered beside it
+    assert any(atoms_of(f) - game.atoms for f in found)
+    quiz = vocab({"tool_call:show_results", "tool_call:finish_exam"})
+    found = readings("Exam results stay hidden until the exam is finished.", quiz)
+    assert same(found[0], "G (tool_call:show_results -> O tool_call:finish_exam)")
+    assert all(not same(f, "tool_call:show_results W tool_call:finish_exam") for f in found)
+
+
+def test_a_state_the_logs_record_is_kept():
+    house = vocab({"tool_call:unlock", "door_locked", "tool_call:examine"},
+                  {"output.args.object": "string"})
+    found = readings("The door stays locked until the player has examined the note.", house)
+    assert all("tool_call:unlock" not in atoms_of(f) for f in found)
+    assert any("door_locked" in atoms_of(f) for f in found)

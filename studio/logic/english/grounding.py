@@ -571,6 +571,30 @@ def _flipped_state(name: str, atoms) -> Formula | None:
     return None
 
 
+# States that last until a call undoes them, and that call's verb: "the chest stays shut" is
+# "the chest is not opened", "answers stay hidden" "answers are not shown".
+_OPPOSITE_CALLS = {"shut": "open", "closed": "open", "hidden": "show", "locked": "unlock",
+                   "sealed": "open", "unopened": "open", "concealed": "show"}
+
+
+def _opposite_call(name: str, atoms, paths) -> Formula | None:
+    """``!(tool_call:open & output.args.object == "chest")`` for "chest shut": a phrase that
+    ends with a state word, when no entry of the logs records that state and a call does what
+    ends it.  None otherwise."""
+    raw = [w for w in re.split(r"[_\s]+", name) if w]
+    if len(raw) < 2 or raw[-1].lower() not in _OPPOSITE_CALLS:
+        return None
+    state = words_of(raw[-1])
+    if any(set(state) & set(words_of(a)) for a in atoms):
+        return None         # the logs name the state (``door_locked``) or the call that makes it
+    verb = _OPPOSITE_CALLS[raw[-1].lower()]
+    calls = {a for a in atoms if a.startswith("tool_call:") and _stem(verb) in words_of(a)}
+    if not calls:
+        return None
+    grounded, _ = ground_phrase("_".join([verb] + raw[:-1]), calls, paths)
+    return fm.Not(grounded) if grounded is not None else None
+
+
 def _path_type(types) -> set:
     return {str(t).lower() for t in (types or ())}
 
@@ -713,6 +737,17 @@ def ground(f: Formula, invented: list[str], vocabulary, words_left: str = "drop"
             # "the door is unlocked": the logs' ``door_locked``, negated
             mapping.append(Grounding(phrase, flipped.text, True))
             changed[name] = flipped
+            continue
+        opposite = _opposite_call(name, atoms, paths) if atoms else None
+        if opposite is not None:
+            # "the chest stays shut": no opening of the chest; a guess, so the invented state
+            # is offered beside it
+            mapping.append(Grounding(phrase, opposite.text, True))
+            partial.add("loose")
+            if words_left == "invent":
+                mapping[-1] = Grounding(phrase, name, False)
+                continue
+            changed[name] = opposite
             continue
         grounded, leftover = ground_phrase(name, atoms, paths) if atoms else (None, [])
         if grounded is None and paths:
