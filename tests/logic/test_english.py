@@ -637,3 +637,14 @@ def test_ages_are_compared():
     answer = formalise("Learners younger than 13 are not to be sent links, whatever the reason.",
                        vocabulary=vocabulary)
     assert _among("G !(tool_call:send_link & data.learner_age < 13)", answer), answer.message
+
+
+def test_two_calls_required_together_are_each_required():
+    vocabulary = _Vocabulary({"goodnight_requested", "tool_call:lock_all_doors",
+                              "tool_call:lights_off"})
+    answer = formalise("When the user says goodnight, all doors should be locked and the "
+                       "lights turned off within five steps.", vocabulary=vocabulary)
+    assert _among("G (goodnight_requested -> F[1,5] tool_call:lock_all_doors & "
+                  "F[1,5] tool_call:lights_off)", answer), answer.message
+    assert all("tool_call:lights_off & tool_call:lock_all_doors" not in r.text
+               for r in answer.readings)

@@ -2801,8 +2801,8 @@ def _answer(read: list, vocabulary, engine: str, english: str = "") -> Formalisa
             x for x in (candidates[0][1], "a message from anyone counts") if x))
         candidates.insert(0 if explicit else 1, (f_spoken, why))
     plain, plain_why = candidates[0]
-    candidates = [(since_before_own_event(release_after_trigger(one_call_a_step(
-        as_limits(g)))), why) for g, why in candidates]
+    candidates = [(since_before_own_event(release_after_trigger(calls_at_separate_steps(
+        one_call_a_step(as_limits(g))))), why) for g, why in candidates]
     if as_limits(plain) is not plain:
         # "payments above 10000 must never be made": a payment whose amount the logs lack
         # breaks the limit, or (the author picks) only a payment shown above it does
@@ -2918,6 +2918,24 @@ def one_call_a_step(f: Formula) -> Formula:
                 a = a.args[0]
             fixed.append(a)
         args = tuple(fixed)
+    return fm.rebuild(f, args)
+
+
+def calls_at_separate_steps(f: Formula) -> Formula:
+    """``F (lock_doors & lights_off)`` as ``F lock_doors & F lights_off`` when every part is a
+    different tool call: one event a step, so "lock the doors and turn off the lights within
+    five steps" asks for each call within the five steps, never both at one step."""
+    if not f.args:
+        return f
+    args = tuple(calls_at_separate_steps(a) for a in f.args)
+    if f.op in ("F", "F[]") and args[0].op == "and":
+        parts = args[0].args
+        names = {p.name for p in parts if p.op == "atom" and p.name.startswith("tool_call:")}
+        if len(names) == len(parts) > 1:
+            if f.op == "F":
+                return And(*[F(p) for p in parts])
+            low, high = f.payload
+            return And(*[FBounded(low, high, p) for p in parts])
     return fm.rebuild(f, args)
 
 
