@@ -648,3 +648,11 @@ def test_two_calls_required_together_are_each_required():
                   "F[1,5] tool_call:lights_off)", answer), answer.message
     assert all("tool_call:lights_off & tool_call:lock_all_doors" not in r.text
                for r in answer.readings)
+
+
+def test_at_least_in_a_condition_counts_the_earlier_events():
+    vocabulary = _Vocabulary({"tool_call:record_hire_decision", "tool_call:log_interview"})
+    answer = formalise("A hiring decision may be recorded only after at least two interviews "
+                       "have been logged.", vocabulary=vocabulary)
+    assert _among("G (tool_call:record_hire_decision -> O (tool_call:log_interview & "
+                  "Y O tool_call:log_interview))", answer), answer.message

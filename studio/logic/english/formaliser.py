@@ -1570,6 +1570,9 @@ class _Reader:
                 f = Y(O(f)) if how == "strict" else O(f)
             elif t.name == "NEXT_STEP":
                 f = X(f)
+            elif t.name == "at_least" and _bound(t, 1) <= 5:
+                # "only after at least two interviews have been logged": so many up to now
+                f = _past_at_least(f, _bound(t, 1))
             else:
                 raise NotUnderstood(f"“{t.token.text}” cannot qualify a condition", [t.token])
         return Not(f) if self.negative(mods) else f
@@ -2343,6 +2346,14 @@ def _bound(mod: Mod, low: int) -> int:
     if not isinstance(k, int) or k < low or k > MAX_BOUND:
         raise NotUnderstood(f"a number of steps from {low} to {MAX_BOUND}", [mod.token])
     return k
+
+
+def _past_at_least(f: Formula, k: int) -> Formula:
+    """``f`` at ``k`` different steps up to now: ``O (f & Y O f)`` for two."""
+    g = O(f)
+    for _ in range(k - 1):
+        g = O(And(f, Y(g)))
+    return g
 
 
 def _at_most(f: Formula, k: int) -> Formula:
