@@ -656,3 +656,21 @@ def test_at_least_in_a_condition_counts_the_earlier_events():
                        "have been logged.", vocabulary=vocabulary)
     assert _among("G (tool_call:record_hire_decision -> O (tool_call:log_interview & "
                   "Y O tool_call:log_interview))", answer), answer.message
+
+
+def test_only_after_one_event_and_before_another():
+    vocabulary = _Vocabulary({"tool_call:run_background_check",
+                              "tool_call:extend_conditional_offer", "tool_call:set_start_date"})
+    answer = formalise("Background checks may be run only after a conditional offer has been "
+                       "extended and before a start date has been set.", vocabulary=vocabulary)
+    assert _among("G (tool_call:run_background_check -> O tool_call:extend_conditional_offer "
+                  "& !O tool_call:set_start_date)", answer), answer.message
+
+
+def test_what_a_subject_needs_before_an_event():
+    vocabulary = _Vocabulary({"tool_call:pay_claim", "adjuster_approved"},
+                             {"output.args.amount": "number"})
+    answer = formalise("Claims over $10,000 need an adjuster's approval before they are paid.",
+                       vocabulary=vocabulary)
+    assert _among("G (tool_call:pay_claim & output.args.amount > 10000 -> O adjuster_approved)",
+                  answer), answer.message

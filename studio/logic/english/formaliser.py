@@ -1194,6 +1194,16 @@ class _Tree(Transformer):
     def requires(self, c):
         return Precedence("requires", c[0], c[2])
 
+    def requires_before(self, c):
+        # "claims over $10,000 need an adjuster's approval before payout"
+        parts = [x for x in c if not isinstance(x, LarkToken)]
+        return Precedence("requires_before", (parts[0], parts[2]), parts[1])
+
+    def only_after_before(self, c):
+        # "background checks may be run only after an offer and before a start date"
+        parts = [x for x in c if not isinstance(x, LarkToken)]
+        return Precedence("only_after_before", parts[0], (parts[1], parts[2]))
+
     def unless_first(self, c):
         return Guarded("unless", [c[1]], c[-1])
 
@@ -2066,6 +2076,20 @@ class _Reader:
             earlier = And(*[c if c.op == "S" else O(c) if how == "same" else Y(O(c))
                             for c in causes])
             return _Rule(G(Implies(effect, earlier)))
+        if kind == "requires_before":
+            # the subject qualifies the event it must come before: the payout of such a claim
+            subject, event = node.first
+            effect = And(self.state(subject), self.state(event))
+            cause = self.state(node.second)
+            how = self.choose("strict", [
+                ("same", "the earlier event may be at the same step as the later one"),
+                ("strict", "the earlier event must be at a strictly earlier step")])
+            return _Rule(G(Implies(effect, O(cause) if how == "same" else Y(O(cause)))))
+        if kind == "only_after_before":
+            effect = self.state(node.first)
+            after_steps, before = node.second
+            earlier = And(*[O(self.state(x)) for x in after_steps])
+            return _Rule(G(Implies(effect, And(earlier, Not(O(self.state(before)))))))
         if kind == "preceded_by_prev":
             return _Rule(G(Implies(self.state(node.first), Y(self.state(node.second)))))
         raise AssertionError(kind)  # pragma: no cover
