@@ -674,3 +674,14 @@ def test_what_a_subject_needs_before_an_event():
                        vocabulary=vocabulary)
     assert _among("G (tool_call:pay_claim & output.args.amount > 10000 -> O adjuster_approved)",
                   answer), answer.message
+
+
+def test_a_reading_that_needs_two_calls_at_one_step_is_not_offered():
+    vocabulary = _Vocabulary({"tool_call:deposit", "tool_call:kyc_check",
+                              "tool_call:open_account"})
+    answer = formalise("KYC has to be done before any deposit is accepted, and the account "
+                       "can't be opened twice.", vocabulary=vocabulary)
+    for reading in answer.readings:
+        assert "tool_call:deposit & tool_call:open_account" not in reading.text, reading.text
+    if not answer.ok:
+        assert "one step" in answer.message

@@ -2856,8 +2856,15 @@ def _answer(read: list, vocabulary, engine: str, english: str = "") -> Formalisa
                                                 "present and within the limit at every step")
                                                 if x))]
     kept: list[tuple[Formula, str]] = []
+    impossible = 0
     for grounded, why in candidates:
         if any(g is grounded for g, _ in kept) or _trivial(grounded):
+            continue
+        if _two_events_at_one_step(grounded):
+            # "KYC before any deposit is accepted, and the account opened twice" read as a
+            # deposit and an account opening at one step: no log has that, so the words were
+            # taken apart wrongly
+            impossible += 1
             continue
         distinct = True
         for g, _ in kept:
@@ -2871,6 +2878,14 @@ def _answer(read: list, vocabulary, engine: str, english: str = "") -> Formalisa
             kept.append((grounded, why))
         if len(kept) >= MAX_READINGS:
             break
+    if candidates and _two_events_at_one_step(candidates[0][0]):
+        # the first reading's words were taken apart wrongly, and the others share its shape
+        kept = []
+    if not kept and impossible:
+        return Formalisation(None, "", (), (), "Every reading of this rule needs two tool calls "
+                             "(or two speakers) at one step, which no log has: the words were "
+                             "not taken apart the way they were meant; split the sentence into "
+                             "one rule each", engine=engine)
     if not kept:
         return Formalisation(None, "", (), (), "Every reading of this rule holds on every "
                              "session, or on none: the words were not taken apart the way they "
@@ -2895,6 +2910,18 @@ def _answer(read: list, vocabulary, engine: str, english: str = "") -> Formalisa
                                            if a in atoms] + list(atoms)))
     return Formalisation(f, f.text, atoms, engine=engine, readings=tuple(readings),
                          mapping=tuple(mapping), name=propose_name(f, read[0][1].kinds))
+
+
+def _two_events_at_one_step(f: Formula) -> bool:
+    """Whether ``f`` joins two different tool calls, or two roles, with "and" at one step: one
+    step is one event, so such a part never holds (or its negation always does)."""
+    for g in f.subformulas():
+        if g.op == "and":
+            calls = {a.name for a in g.args if a.op == "atom" and a.name.startswith("tool_call:")}
+            roles = {a.name for a in g.args if a.op == "atom" and a.name.startswith("role:")}
+            if len(calls) >= 2 or len(roles) >= 2:
+                return True
+    return False
 
 
 def _trivial(f: Formula) -> bool:
