@@ -141,6 +141,10 @@ def test_a_state_is_the_call_that_ends_it_not_happening():
     found = readings("Exam results stay hidden until the exam is finished.", quiz)
     assert same(found[0], "G (tool_call:show_results -> O tool_call:finish_exam)")
     assert all(not same(f, "tool_call:show_results W tool_call:finish_exam") for f in found)
+    office = vocab({"tool_call:share_report", "tool_call:schedule_audit", "audit_closed"})
+    found = readings("Audit reports are to be kept confidential until the audit is closed.",
+                     office)
+    assert same(found[0], "!tool_call:share_report W audit_closed")
 
 
 def test_a_state_the_logs_record_is_kept():
@@ -149,3 +153,43 @@ def test_a_state_the_logs_record_is_kept():
     found = readings("The door stays locked until the player has examined the note.", house)
     assert all("tool_call:unlock" not in atoms_of(f) for f in found)
     assert any("door_locked" in atoms_of(f) for f in found)
+
+
+# ---------------------------------------------------------------------------------------------
+# An argument's value beside a call named loosely; who speaks
+
+def test_a_value_beside_a_call_named_loosely():
+    rule = "Until the customer's age has been verified, no tobacco can go into the basket."
+    shop = vocab({"tool_call:add_to_basket", "tool_call:checkout", "age_verified"},
+                 {"output.args.category": "string"})
+    assert has_reading(rule, shop, '!(tool_call:add_to_basket & '
+                                   'output.args.category == "tobacco") W age_verified')
+    # an identifier holds no English word
+    ids = vocab({"tool_call:add_to_basket", "tool_call:checkout", "age_verified"},
+                {"output.args.item_id": "string"})
+    assert all(g.op != "cmp" for f in readings(rule, ids) for g in f.subformulas())
+
+
+def test_the_assistant_telling_about_something_is_its_message():
+    shop = vocab({"order_cancelled", "role:assistant", "tool_call:cancel_order",
+                  "tool_call:charge_card"})
+    rule = ("Whenever an order is cancelled, the assistant has to tell the customer about the "
+            "card charge within two steps.")
+    found = readings(rule, shop)
+    assert any(same(f, "G (order_cancelled -> F[1,2] role:assistant)") for f in found)
+    assert all("tool_call:charge_card" not in atoms_of(f) for f in found)
+
+
+def test_words_left_over_that_name_a_label_restrict_the_call():
+    notes = vocab({"tool_call:update_traveller_notes", "contains_passport", "contains_pii",
+                   "role:user"}, {"output.args.note_text": "string"})
+    assert has_reading("Don't store passports in the traveller notes.", notes,
+                       "G !(tool_call:update_traveller_notes & contains_passport)")
+
+
+def test_no_value_is_a_preposition_or_a_word_of_another_call():
+    shell = vocab({"tool_call:run_shell", "tool_call:read_file"},
+                  {"output.args.user": "string"})
+    for f in readings("The agent may not run shell commands as root.", shell):
+        assert all(g.op != "cmp" or "as" not in str(g.payload.right[1]).split()
+                   for g in f.subformulas())

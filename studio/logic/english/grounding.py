@@ -230,6 +230,18 @@ def _speaker(name: str, atoms) -> str | None:
     return roles[0]
 
 
+def _tells_about(name: str, call: str) -> bool:
+    """Whether a phrase is its speaker telling something ("the assistant tells the customer
+    about the card payment") rather than the call it matched by what is told about
+    (``tool_call:charge_card``): the call is not itself a telling ("the agent reports the
+    fraud" is ``tool_call:report_fraud``)."""
+    raw = [w.lower() for w in re.split(r"[_\s]+", name) if w]
+    if len(raw) < 2 or raw[0] not in _SPEAKERS or raw[1] not in _TELLING:
+        return False
+    verb = _STEMMED_SYNONYMS.get(_stem(raw[1]), _stem(raw[1]))
+    return verb not in words_of(call) and _stem(raw[1]) not in words_of(call)
+
+
 def _reply(name: str, atoms) -> str | None:
     """``role:assistant`` for a phrase that only says a reply comes ("a reply", "answered",
     "report back to the user") when the logs record the assistant's messages."""
@@ -430,6 +442,8 @@ def guess_kind(name: str, atom: str, leftover: list[str]) -> frozenset:
 _NAMING_ARGUMENTS = frozenset({"object", "target", "item", "direction", "destination", "room",
                                "location", "place", "branch", "side", "entity", "name",
                                "username", "recipient", "environment", "env", "branch"})
+# Prepositions beside those that restrict an event: never part of a value.
+_LINKING = frozenset({"as", "for", "by", "of", "than", "via", "about"})
 # Arguments that say where a call goes, written after it with a preposition ("send to the
 # patient", "go north"): a word before the call's words is never their value.
 _PLACE_ARGUMENTS = frozenset({"recipient", "destination", "direction", "room", "location",
@@ -520,6 +534,22 @@ def _ground_rest(rest: list[str], atoms, paths, main: str = "", name: str = "",
     return fm.And(*parts) if parts else None
 
 
+# Arguments that say what kind of thing a call acts on: a word before the thing's noun is their
+# value ("alcohol" in "no alcohol goes into the cart", "marketing emails").
+_KIND_ARGUMENTS = frozenset({"category", "type", "kind", "class", "genre", "tier"})
+
+
+def _value_fields(strings: list[str]) -> list[str]:
+    """The text arguments a word of the English may be the value of, beside a call named
+    loosely: those that name what a call acts on, or the only one there is if it says what
+    kind of thing that is."""
+    naming = [p for p in strings if p.rsplit(".", 1)[-1] in _NAMING_ARGUMENTS]
+    if naming:
+        return naming
+    return [p for p in strings if len(strings) == 1
+            and p.rsplit(".", 1)[-1].split("_")[-1] in _KIND_ARGUMENTS]
+
+
 def _written_value(values: list[str], name: str) -> str | None:
     """An argument's value as the phrase writes it: one word ("take the lamp" -> "lamp"), or
     words that follow one another in the phrase ("pick up the brass key" -> "brass key")."""
@@ -574,7 +604,8 @@ def _flipped_state(name: str, atoms) -> Formula | None:
 # States that last until a call undoes them, and that call's verb: "the chest stays shut" is
 # "the chest is not opened", "answers stay hidden" "answers are not shown".
 _OPPOSITE_CALLS = {"shut": "open", "closed": "open", "hidden": "show", "locked": "unlock",
-                   "sealed": "open", "unopened": "open", "concealed": "show"}
+                   "sealed": "open", "unopened": "open", "concealed": "show",
+                   "private": "share", "confidential": "share"}
 
 
 def _opposite_call(name: str, atoms, paths) -> Formula | None:
@@ -698,7 +729,8 @@ def ground(f: Formula, invented: list[str], vocabulary, words_left: str = "drop"
                 mapping.append(Grounding(phrase, name, False))
             continue
         calls = sorted(a for a in atoms if a.startswith("tool_call:"))
-        spoken = _speaker(name, atoms) if not (calls and ground_atom(name, calls)) else None
+        call = ground_atom(name, calls) if calls else None
+        spoken = _speaker(name, atoms) if call is None or _tells_about(name, call) else None
         if spoken is not None:
             # "the assistant replies": a message of that role
             mapping.append(Grounding(phrase, spoken, True))
@@ -770,14 +802,30 @@ def ground(f: Formula, invented: list[str], vocabulary, words_left: str = "drop"
             kinds = kinds | {"loose"}
         written = {_STEMMED_SYNONYMS.get(_stem(w), _stem(w)): w.lower()
                    for w in re.split(r"[_\s]+", name) if w}
+        # a value names a thing: not a generic verb ("no alcohol can go into the cart"), nor
+        # a unit ("written for 90 days")
+        # nor a preposition ("commands as root"), nor a word of a call ("starting a deploy
+        # freeze" is no value "deploy")
+        call_words = {w for a in calls for w in words_of(a)}
         values = [w for w in leftover if w not in _NOT_VALUE_STEMS
-                  and not _not_a_value(written.get(w, w))]
-        if (values and not kinds and grounded.op == "atom"
-                and grounded.name.startswith("tool_call:")
-                and any(p.startswith("output.args.") and "string" in _path_type(paths[p])
-                        for p in paths)):
+                  and not _not_a_value(written.get(w, w)) and w not in _STEMMED_GENERIC
+                  and written.get(w, w) not in _UNIT_WORDS | _RESTRICTING | _LINKING
+                  and w not in call_words]
+        labels = [a for a in atoms if not a.startswith(("tool_call:", "role:"))]
+        if (values and grounded.op == "atom" and grounded.name.startswith("tool_call:")
+                and labels and ground_atom("_".join(values), labels)):
+            # "don't store SSNs in the applicant notes": the words left over name a label
+            # the logs record (``contains_ssn``), which may restrict the call
+            kinds = kinds | {"restricting"}
+        texts = [p for p in paths if p.startswith("output.args.")
+                 and "string" in _path_type(paths[p])]
+        if (values and not kinds - {"loose"} and grounded.op == "atom"
+                and grounded.name.startswith("tool_call:") and texts
+                and (not kinds or _value_fields(texts))):
             # "go north" with the call's arguments in the logs: the word may be one's value
-            kinds = frozenset({"argument"})
+            # (also when the call is named loosely, "alcohol goes into the cart" ->
+            # add_to_cart, if an argument can hold it)
+            kinds = kinds | {"argument"}
         if kinds:
             partial.update(kinds)
             if words_left == "invent" and kinds != {"argument"}:
@@ -797,6 +845,20 @@ def ground(f: Formula, invented: list[str], vocabulary, words_left: str = "drop"
                 # the value's words as written, one word or several in a row ("take the
                 # silver key"), without those that name no thing ("going west is allowed")
                 spoken = _written_value([w for w in leftover if w in values], name)
+                raw_stems = [_STEMMED_SYNONYMS.get(_stem(w), _stem(w))
+                             for w in re.split(r"[_\s]+", name) if w]
+                said = words_of(spoken) if spoken is not None else []
+                if len(said) > 1 and raw_stems[-1] != said[-1]:
+                    spoken = None   # several words are a value only at the phrase's end
+                entry = set(words_of(next((a.name for a in grounded.subformulas()
+                                           if a.op == "atom"), "")))
+                last = (len(raw_stems) - 1 - raw_stems[::-1].index(said[-1])
+                        if said and said[-1] in raw_stems else len(raw_stems))
+                before = any(w in entry for w in raw_stems[last + 1:])
+                if before:
+                    # a word before the call names what it acts on ("camera footage is
+                    # shared"), not where it goes
+                    naming = [p for p in naming if p.rsplit(".", 1)[-1] not in _PLACE_ARGUMENTS]
                 if "restricting" not in kinds and naming and spoken is not None:
                     wanted = "direction" if spoken in _COMPASS else "object"
                     path = next((p for p in naming if p.endswith("." + wanted)), naming[0])
@@ -814,9 +876,17 @@ def ground(f: Formula, invented: list[str], vocabulary, words_left: str = "drop"
                 # flight" -> ``output.args.route_type == "international"``)
                 strings = [p for p in paths if p.startswith("output.args.")
                            and "string" in _path_type(paths[p])]
-                if len(strings) == 1 and "_" not in rest and not _not_a_value(rest.lower()):
-                    value = fm.Compare(("path", strings[0]), "==", ("const", rest.lower()))
-                    mapping.append(Grounding(rest, value.text, True))
+                field = strings[0].rsplit(".", 1)[-1] if strings else ""
+                if (len(strings) == 1 and spoken is not None
+                        and not set(words_of(spoken)) & set(words_of(field))
+                        and not re.search(r"(^|_)ids?$", field)
+                        and ("loose" not in kinds or field.split("_")[-1] in _KIND_ARGUMENTS)):
+                    # (never the argument's own name, nor an identifier: "appointment
+                    # reminders" is no appointment_id "appointment"; beside a call named
+                    # loosely, only a field that says what kind of thing it is: "no alcohol
+                    # goes into the cart" -> category)
+                    value = fm.Compare(("path", strings[0]), "==", ("const", spoken))
+                    mapping.append(Grounding(spoken, value.text, True))
                     changed[name] = fm.And(grounded, value)
                     continue
                 mapping.append(Grounding(rest.replace("_", " "), rest, False))
