@@ -685,3 +685,24 @@ def test_a_reading_that_needs_two_calls_at_one_step_is_not_offered():
         assert "tool_call:deposit & tool_call:open_account" not in reading.text, reading.text
     if not answer.ok:
         assert "one step" in answer.message
+
+
+def test_a_range_limits_each_event_it_names():
+    vocabulary = _Vocabulary({"tool_call:set_thermostat", "tool_call:get_status"},
+                             {"output.args.target_c": "number"})
+    answer = formalise("Thermostat setpoints must stay between 16 and 28 °C inclusive.",
+                       vocabulary=vocabulary)
+    assert _among("G (tool_call:set_thermostat -> output.args.target_c >= 16 & "
+                  "output.args.target_c <= 28)", answer), [r.text for r in answer.readings]
+
+
+def test_amounts_in_euros_and_pounds_and_words_in_single_quotes():
+    vocabulary = _Vocabulary({"tool_call:issue_refund", "supervisor_approved"},
+                             {"output.args.amount": "number"})
+    for currency in ("€", "£", "$"):
+        answer = formalise(f"Refunds above {currency}500 need a supervisor's sign-off first.",
+                           vocabulary=vocabulary)
+        assert _among("G (tool_call:issue_refund & output.args.amount > 500 -> "
+                      "O supervisor_approved)", answer), answer.message
+    answer = formalise("Never send the word 'refund'.")
+    assert answer.ok and "refund" in answer.atoms, answer.message

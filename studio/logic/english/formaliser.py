@@ -128,9 +128,9 @@ class NotUnderstood(Exception):
 
 
 _RAW = re.compile(r"""
-    (?P<quoted>"[^"\n]*"|“[^”\n]*”|`[^`\n]*`)
+    (?P<quoted>"[^"\n]*"|“[^”\n]*”|`[^`\n]*`|(?<![\w'’])['‘][^'’‘\n]{1,40}['’](?![\w]))
   | (?P<stept>\b[tT]\s*\+\s*1\b)
-  | (?P<number>\$?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w])|\$?\d+(?:\.\d+)?[kKmM]?(?![\w]))
+  | (?P<number>[$€£]?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w])|[$€£]?\d+(?:\.\d+)?[kKmM]?(?![\w]))
   | (?P<word>[\w][\w]*(?:[:.\-'’][\w]+)*(?:(?<=s)['’](?![\w]))?)
   | (?P<op>>=|<=|==|!=|=|>|<)
   | (?P<punct>[,;.:!?()→]|[—–]|(?<=\s)-(?=\s))
@@ -170,7 +170,7 @@ def _raw_tokens(text: str) -> list[_Raw]:
 
 
 def _number(text: str):
-    digits = text.lstrip("$").replace(",", "")
+    digits = text.lstrip("$€£").replace(",", "")
     scale = {"k": 1000, "m": 1000000}.get(digits[-1:].lower(), 1)
     if scale != 1:
         # "150k", "$2m"
@@ -345,6 +345,25 @@ def lex(text: str) -> list[Token]:
             tokens.append(Token("DROP", raw.text, raw.start))
             sentence_start = True
             i += 1
+            continue
+        if (raw.kind == "word" and raw.key == "between" and not at_sentence_start
+                and i + 3 < len(raws) and _is_number(raws[i + 1]) and raws[i + 2].key == "and"
+                and _is_number(raws[i + 3])):
+            # "the pH must stay between 6.8 and 7.4": a range of the field, ends included
+            low, high = (lexicon.NUMBER_WORDS.get(r.key) if r.kind == "word"
+                         else _number(r.text) for r in (raws[i + 1], raws[i + 3]))
+            verb = bool(tokens) and (tokens[-1].kind == "HOLD" or (
+                tokens[-1].kind == "DROP" and tokens[-1].text.lower() in lexicon.COPULAS))
+            source = text[raw.start:raws[i + 3].start + len(raws[i + 3].text)]
+            tokens.append(Token("COMPARE", source, raw.start,
+                                ("between", "verb" if verb else "prep")))
+            tokens.append(Token("VALUE", source, raws[i + 1].start, (low, high)))
+            previous_kind = "VALUE"
+            i += 4
+            while i < len(raws) and (raws[i].key in lexicon.UNITS or raws[i].key in (
+                    "inclusive", "inclusively", "°", "c", "f") or raws[i].text in ("%", "°")):
+                tokens.append(Token("DROP", raws[i].text, raws[i].start))
+                i += 1
             continue
         if (raw.kind == "word" and raw.key == "since" and not at_sentence_start
                 and tokens and tokens[-1].kind in ("WORD", "NUM", "VALUE", "QUOTED")):
@@ -1499,6 +1518,15 @@ class _Reader:
             if leaf.words:
                 self.quoted.setdefault(name, "_".join(str(w.value) for w in leaf.words))
             return Atom(name)
+        if leaf.compare is not None and leaf.compare.value[0] == "between":
+            low, high = leaf.value.value
+            path = ("path", _field_path(leaf.words) if leaf.compare.value[1] == "verb"
+                    and leaf.words else "data.amount")
+            within = And(Compare(path, ">=", ("const", low)),
+                         Compare(path, "<=", ("const", high)))
+            if leaf.compare.value[1] == "verb" or not leaf.words:
+                return within
+            return And(self.atom(leaf.words), within)
         if leaf.compare is not None:
             op, style = leaf.compare.value
             constant = ("const", leaf.value.value)
@@ -2836,8 +2864,9 @@ def _answer(read: list, vocabulary, engine: str, english: str = "") -> Formalisa
             x for x in (candidates[0][1], "a message from anyone counts") if x))
         candidates.insert(0 if explicit else 1, (f_spoken, why))
     plain, plain_why = candidates[0]
-    candidates = [(since_before_own_event(release_after_trigger(calls_at_separate_steps(
-        one_call_a_step(as_limits(g))))), why) for g, why in candidates]
+    candidates = [(limits_on_an_event(since_before_own_event(release_after_trigger(
+        calls_at_separate_steps(one_call_a_step(as_limits(g)))))), why)
+        for g, why in candidates]
     if as_limits(plain) is not plain:
         # "payments above 10000 must never be made": a payment whose amount the logs lack
         # breaks the limit, or (the author picks) only a payment shown above it does
@@ -2981,6 +3010,22 @@ def one_call_a_step(f: Formula) -> Formula:
             fixed.append(a)
         args = tuple(fixed)
     return fm.rebuild(f, args)
+
+
+def limits_on_an_event(f: Formula) -> Formula:
+    """``G (set_thermostat & target >= 16 & target <= 28)`` as ``G (set_thermostat -> target
+    >= 16 & target <= 28)``: "thermostat setpoints must stay between 16 and 28" limits each
+    setting; it does not ask every step to be one."""
+    if f.op == "and":
+        return fm.rebuild(f, tuple(limits_on_an_event(a) for a in f.args))
+    if f.op != "G" or f.args[0].op != "and":
+        return f
+    parts = f.args[0].args
+    calls = [p for p in parts if p.op == "atom" and p.name.startswith("tool_call:")]
+    limits = [p for p in parts if p.op == "cmp"]
+    if len({c.name for c in calls}) != 1 or len(calls) + len(limits) != len(parts) or not limits:
+        return f
+    return G(Implies(calls[0], And(*limits)))
 
 
 def calls_at_separate_steps(f: Formula) -> Formula:
