@@ -51,7 +51,8 @@ def test_the_particle_tells_on_from_off():
     rule = "When motion is detected, the lights must be turned on within 2 steps."
     found = readings(rule, LIGHTS)
     assert any(same(f, "G (motion_detected -> F[1,2] tool_call:lights_on)") for f in found)
-    assert all("tool_call:lights_off" not in atoms_of(f) for f in found)
+    assert not any(same(f, f"G (motion_detected -> F[{k},2] tool_call:lights_off)")
+                   for f in found for k in (0, 1))
     assert all("tool_call:lights_on" not in atoms_of(f)
                for f in readings("The lights must never be switched off.", LIGHTS))
 
@@ -193,3 +194,20 @@ def test_no_value_is_a_preposition_or_a_word_of_another_call():
     for f in readings("The agent may not run shell commands as root.", shell):
         assert all(g.op != "cmp" or "as" not in str(g.payload.right[1]).split()
                    for g in f.subformulas())
+
+
+def test_a_content_label_is_offered_on_the_call_that_carries_it():
+    shifts = vocab({"contains_card_number", "contains_pii", "role:assistant",
+                    "tool_call:write_shift_report"})
+    found = readings("Shift reports must not include card numbers.", shifts)
+    assert any(same(f, "G !(tool_call:write_shift_report & contains_card_number)")
+               for f in found)
+    # the label alone stays a reading: the author picks
+    assert any(same(f, "G !contains_card_number") for f in found)
+
+
+def test_a_label_that_is_no_content_is_not_put_on_a_call():
+    shop = vocab({"customer_confirmed", "tool_call:create_order", "tool_call:charge_card"})
+    found = readings("We never charge a card until the customer has confirmed the order total.",
+                     shop)
+    assert all("tool_call:create_order" not in atoms_of(f) for f in found)

@@ -539,6 +539,23 @@ def _ground_rest(rest: list[str], atoms, paths, main: str = "", name: str = "",
 _KIND_ARGUMENTS = frozenset({"category", "type", "kind", "class", "genre", "tier"})
 
 
+def _carrier(grounded: Formula, leftover: list[str], calls) -> str | None:
+    """The call a label is carried by when a phrase names both ("handoff notes must not include
+    patient names": ``contains_patient_name`` on ``tool_call:write_handoff_note``): the phrase
+    grounded as a label, and the words left over name the call."""
+    if (grounded.op != "atom" or not leftover
+            or not re.match(r"(contains?|includes?|has|with)_", grounded.name)):
+        return None         # only a label of what something carries (``contains_pii``)
+    call = ground_atom("_".join(leftover), calls) if calls else None
+    if call is None:
+        return None
+    # the call's verb ("forwarded" -> forward_email), or all the words after it ("handoff
+    # notes" -> write_handoff_note)
+    entry = words_of(call)
+    named = entry[0] in leftover or (len(entry) > 1 and set(entry[1:]) <= set(leftover))
+    return call if named else None
+
+
 def _value_fields(strings: list[str]) -> list[str]:
     """The text arguments a word of the English may be the value of, beside a call named
     loosely: those that name what a call acts on, or the only one there is if it says what
@@ -800,6 +817,12 @@ def ground(f: Formula, invented: list[str], vocabulary, words_left: str = "drop"
             # "no payout on a denied claim": the words left over name another call of the
             # logs, so the phrase is not surely the one it matched best
             kinds = kinds | {"loose"}
+        carrier = _carrier(grounded, leftover, calls)
+        if carrier is not None:
+            # "handoff notes must not include patient names": a label the logs put on what
+            # a call carries, and the words left over name that call; the label may hold
+            # only on it
+            kinds = kinds | {"restricting"}
         written = {_STEMMED_SYNONYMS.get(_stem(w), _stem(w)): w.lower()
                    for w in re.split(r"[_\s]+", name) if w}
         # a value names a thing: not a generic verb ("no alcohol can go into the cart"), nor
@@ -865,6 +888,10 @@ def ground(f: Formula, invented: list[str], vocabulary, words_left: str = "drop"
                     value = fm.Compare(("path", path), "==", ("const", spoken))
                     mapping.append(Grounding(spoken, value.text, True))
                     changed[name] = fm.And(grounded, value)
+                    continue
+                if carrier is not None:
+                    mapping.append(Grounding(rest.replace("_", " "), carrier, True))
+                    changed[name] = fm.And(fm.Atom(carrier), grounded)
                     continue
                 states = [a for a in atoms if not a.startswith(("tool_call:", "role:"))]
                 state = ground_atom(rest, states) if states else None
