@@ -706,3 +706,15 @@ def test_amounts_in_euros_and_pounds_and_words_in_single_quotes():
                       "O supervisor_approved)", answer), answer.message
     answer = formalise("Never send the word 'refund'.")
     assert answer.ok and "refund" in answer.atoms, answer.message
+
+
+def test_a_state_lasts_from_the_event_that_begins_it_to_the_one_that_ends_it():
+    vocabulary = _Vocabulary({"door_opened", "door_closed", "tool_call:move_arm"})
+    answer = formalise("The robot arm must not move while the enclosure door is open.",
+                       vocabulary=vocabulary)
+    first = answer.readings[0]
+    assert distinguishing_trace(first.formula, parse(
+        "G ((!door_closed S door_opened) -> !tool_call:move_arm)"),
+        max_length=MAX_LENGTH) is None, first.text
+    assert "lasts until" in first.why
+    assert _among("G (door_opened -> !tool_call:move_arm)", answer)

@@ -2863,6 +2863,18 @@ def _answer(read: list, vocabulary, engine: str, english: str = "") -> Formalisa
         candidates[0] = (candidates[0][0], "; ".join(
             x for x in (candidates[0][1], "a message from anyone counts") if x))
         candidates.insert(0 if explicit else 1, (f_spoken, why))
+    lasting = (state_between_events(candidates[0][0], vocabulary.atoms)
+               if vocabulary is not None and getattr(vocabulary, "atoms", None) else None)
+    if lasting is not None:
+        # "while the enclosure door is open": from the opening until the closing, or (the
+        # author picks) only at the step of the opening
+        f_lasting, described = lasting
+        during = _LASTING_WORDS.search(english.lower()) is not None
+        candidates[0] = (candidates[0][0], "; ".join(
+            x for x in (candidates[0][1], "each event counts only at its own step") if x))
+        candidates.insert(0 if during else 1, (f_lasting, "; ".join(
+            x for x in (candidates[0][1].removesuffix("each event counts only at its own step")
+                        .rstrip("; "), described) if x)))
     plain, plain_why = candidates[0]
     candidates = [(limits_on_an_event(since_before_own_event(release_after_trigger(
         calls_at_separate_steps(one_call_a_step(as_limits(g)))))), why)
@@ -3010,6 +3022,69 @@ def one_call_a_step(f: Formula) -> Formula:
             fixed.append(a)
         args = tuple(fixed)
     return fm.rebuild(f, args)
+
+
+# Opposite events that bound a state: the door is open from "door_opened" until "door_closed".
+_OPPOSITES = (("open", "close"), ("opened", "closed"), ("on", "off"), ("start", "stop"),
+              ("started", "stopped"), ("start", "end"), ("started", "ended"),
+              ("start", "finish"), ("started", "finished"), ("enable", "disable"),
+              ("enabled", "disabled"), ("lock", "unlock"), ("locked", "unlocked"),
+              ("alert", "cleared"), ("raised", "cleared"), ("detected", "cleared"),
+              ("flagged", "cleared"), ("alert", "resolved"), ("opened", "resolved"),
+              ("begin", "end"), ("pause", "resume"), ("paused", "resumed"),
+              ("announced", "lifted"), ("declared", "lifted"), ("activated", "deactivated"),
+              ("activate", "deactivate"), ("suspend", "reinstate"), ("suspended", "reinstated"),
+              ("checkout", "checkin"), ("checked_out", "checked_in"), ("hold", "release"))
+_LASTING_WORDS = re.compile(r"\b(while|whilst|as long as|during|is active|are active|is open|"
+                            r"is on|is running|in progress|is ongoing|until)\b")
+
+
+def _opposite(name: str, atoms) -> tuple[str, str] | None:
+    """The atom that ends the state ``name`` begins (``door_opened`` -> ``door_closed``), with
+    the words of the state; None when the logs have no such pair."""
+    bare = re.sub(r"^(tool_call:)", "", name)
+    parts = bare.split("_")
+    for start, end in _OPPOSITES:
+        if start not in parts:
+            continue
+        k = parts.index(start)
+        for other in (parts[:k] + [end] + parts[k + 1:], parts[:k] + parts[k + 1:] + [end],
+                      [end] + parts[:k] + parts[k + 1:]):
+            for prefix in ("tool_call:", ""):
+                candidate = prefix + "_".join(p for p in other if p)
+                if candidate != name and candidate in atoms:
+                    subject = " ".join(p for p in parts if p != start) or bare
+                    return candidate, subject.replace("_", " ")
+    return None
+
+
+def state_between_events(f: Formula, atoms) -> tuple[Formula, str] | None:
+    """``f`` with each atom that begins a state the logs also end read as the state (``!door_
+    closed S door_opened`` for ``door_opened``) outside past operators, and the state's words;
+    None when no atom of ``f`` has an opposite in the logs."""
+    found: dict[str, Formula] = {}
+    described = []
+    for g in f.subformulas():
+        if g.op == "atom" and g.name not in found:
+            pair = _opposite(g.name, atoms)
+            if pair is not None:
+                found[g.name] = S(Not(Atom(pair[0])), g)
+                described.append(f"“{_words(g.name)}” lasts until “{_words(pair[0])}”")
+    if not found:
+        return None
+
+    def visit(g: Formula) -> Formula:
+        if g.op == "atom":
+            return found.get(g.name, g)
+        if g.op in ("Y", "O", "H", "S", "Z") or not g.args:
+            return g
+        return fm.rebuild(g, tuple(visit(a) for a in g.args))
+
+    return visit(f), "; ".join(described)
+
+
+def _words(name: str) -> str:
+    return name.removeprefix("tool_call:").replace("_", " ")
 
 
 def limits_on_an_event(f: Formula) -> Formula:
