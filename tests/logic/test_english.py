@@ -718,3 +718,20 @@ def test_a_state_lasts_from_the_event_that_begins_it_to_the_one_that_ends_it():
         max_length=MAX_LENGTH) is None, first.text
     assert "lasts until" in first.why
     assert _among("G (door_opened -> !tool_call:move_arm)", answer)
+
+
+def test_before_every_event_offers_each_its_own_and_one_earlier():
+    vocabulary = _Vocabulary({"tool_call:git_commit", "tool_call:run_linter"})
+    answer = formalise("Run the linter before every commit.", vocabulary=vocabulary)
+    assert _among("G (tool_call:git_commit -> Y (!tool_call:git_commit S tool_call:run_linter))",
+                  answer), [r.text for r in answer.readings]
+    assert _among("G (tool_call:git_commit -> Y O tool_call:run_linter)", answer)
+
+
+def test_after_the_most_recent_event_is_since_it():
+    vocabulary = _Vocabulary({"tool_call:open_pull_request", "tool_call:edit_file",
+                              "tests_passed"})
+    answer = formalise("A pull request can only be opened if the tests passed after the most "
+                       "recent file edit.", vocabulary=vocabulary)
+    assert _among("G (tool_call:open_pull_request -> (!tool_call:edit_file S tests_passed))",
+                  answer), [r.text for r in answer.readings]

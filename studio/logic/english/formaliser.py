@@ -365,8 +365,12 @@ def lex(text: str) -> list[Token]:
                 tokens.append(Token("DROP", raws[i].text, raws[i].start))
                 i += 1
             continue
-        if (raw.kind == "word" and raw.key == "since" and not at_sentence_start
+        last_of = (raw.kind == "word" and raw.key == "after" and i + 2 < len(raws)
+                   and raws[i + 1].key == "the"
+                   and raws[i + 2].key in ("last", "latest", "most"))
+        if ((raw.kind == "word" and raw.key == "since" or last_of) and not at_sentence_start
                 and tokens and tokens[-1].kind in ("WORD", "NUM", "VALUE", "QUOTED")):
+            # ("the tests passed after the most recent edit": since it)
             # "the tests have passed since the last edit": the latest edit came before them;
             # "opted in and has not opted out since": not since then
             end = i + 1
@@ -2057,6 +2061,19 @@ class _Reader:
 
     def precedence(self, node: Precedence) -> _Rule:
         kind = node.kind
+        if kind == "before" and node.second.has("EVERY") and len(node.first) == 1:
+            # "run the linter before every commit": each commit has its own run, since the
+            # commit before it; or (the author picks) some run at any time before it
+            cause, effect = self.state(node.first[0]), self.state(Clause(
+                [x for x in node.second.segments if not (isinstance(x, Mod)
+                                                         and x.name == "EVERY")]))
+            how = self.choose("before_each", [
+                ("since", "each one needs its own, since the one before it"),
+                ("strict", "one at any earlier step is enough"),
+                ("once", "one at that step or any earlier one is enough")])
+            if how == "since":
+                return _Rule(G(Implies(effect, Y(S(Not(effect), cause)))))
+            return _Rule(G(Implies(effect, Y(O(cause)) if how == "strict" else O(cause))))
         if kind == "before":
             # "verified at some point before money is sent": "at some point" adds nothing
             steps = [Clause([x for x in c.segments
