@@ -211,3 +211,14 @@ def test_a_label_that_is_no_content_is_not_put_on_a_call():
     found = readings("We never charge a card until the customer has confirmed the order total.",
                      shop)
     assert all("tool_call:create_order" not in atoms_of(f) for f in found)
+
+
+def test_what_the_other_side_asks_is_a_user_message():
+    desk = vocab({"role:user", "role:assistant", "tool_call:lookup_fares"})
+    found = readings("Every passenger question must be answered by the assistant in the next "
+                     "step.", desk)
+    assert any(same(f, "G (role:user -> X role:assistant)") for f in found)
+    # being told is not speaking
+    told = readings("The passenger must be told within two steps whenever the fare changes.",
+                    desk)
+    assert all("role:user" not in atoms_of(f) for f in told)

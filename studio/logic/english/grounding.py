@@ -205,6 +205,13 @@ _TELLING = frozenset({"tell", "tells", "told", "inform", "informs", "informed", 
                       "replies", "replied", "respond", "responds", "responded", "answer",
                       "answers", "answered", "acknowledge", "acknowledges", "acknowledged",
                       "report", "reports", "say", "says", "write", "writes"})
+# What the other side says, by its own words ("an applicant question", "a passenger
+# message"), not what it is told ("the shopper is told").
+_QUESTIONS = frozenset({"question", "questions", "query", "queries", "asks", "message",
+                        "messages", "says", "writes", "reply", "replies", "turn"})
+_PEOPLE = frozenset({"applicant", "applicants", "passenger", "passengers", "guest", "guests",
+                     "buyer", "buyers", "tenant", "tenants", "learner", "learners", "parent",
+                     "parents", "shoppers", "members", "travellers", "travelers"})
 _FILLERS = frozenset({"in", "back", "to", "again", "them", "user", "customer", "by", "about",
                       "it", "get", "gets", "a", "an", "the"})
 
@@ -214,6 +221,11 @@ def _speaker(name: str, atoms) -> str | None:
     a phrase that only names who speaks (the role word itself is dropped as an actor
     elsewhere)."""
     raw = [w.lower() for w in re.split(r"[_\s]+", name) if w]
+    if ("role:user" in atoms and len(raw) > 1 and raw[0] in _OTHER_SIDE | _PEOPLE
+            and all(w in _QUESTIONS for w in raw[1:])):
+        # "an applicant question", "a patient message": whoever the other side is, it
+        # speaks in the user's messages
+        return "role:user"
     roles = [_SPEAKERS[w] for w in raw if w in _SPEAKERS]
     if not roles or roles[0] not in atoms:
         return None
