@@ -735,3 +735,17 @@ def test_after_the_most_recent_event_is_since_it():
                        "recent file edit.", vocabulary=vocabulary)
     assert _among("G (tool_call:open_pull_request -> (!tool_call:edit_file S tests_passed))",
                   answer), [r.text for r in answer.readings]
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Whenever a flight has been cancelled on our side, the agent's next message to the "
+     "customer must include an apology.",
+     "G (flight_cancelled_by_airline -> (!role:assistant W (role:assistant & apology_given)))"),
+    ("The assistant's first message in a conversation must include a greeting.",
+     "!role:assistant W (role:assistant & includes_greeting)"),
+])
+def test_the_next_or_first_message_of_the_assistant(text, expected):
+    vocabulary = _Vocabulary({"flight_cancelled_by_airline", "apology_given", "role:assistant",
+                              "role:user", "includes_greeting"})
+    answer = formalise(text, vocabulary=vocabulary)
+    assert _among(expected, answer), [r.text for r in answer.readings] or answer.message

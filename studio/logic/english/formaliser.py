@@ -308,6 +308,7 @@ def lex(text: str) -> list[Token]:
     sentence_start = True
     determiner_pending = False
     copula_pending = False
+    message_verb_pending = False
     i = 0
     while i < len(raws):
         raw = raws[i]
@@ -364,6 +365,24 @@ def lex(text: str) -> list[Token]:
                     "inclusive", "inclusively", "°", "c", "f") or raws[i].text in ("%", "°")):
                 tokens.append(Token("DROP", raws[i].text, raws[i].start))
                 i += 1
+            continue
+        message = _message_phrase(raws, i) if raw.kind == "word" else None
+        if message is not None:
+            # "the agent's next message must include an apology": the next message of the
+            # assistant (or its first in the session) carries it
+            end, kind = message
+            tokens.append(Token(kind, text[raw.start:raws[end - 1].start
+                                          + len(raws[end - 1].text)], raw.start))
+            previous_kind = kind
+            message_verb_pending = True
+            i = end
+            continue
+        if (message_verb_pending and raw.kind == "word" and raw.key in _MESSAGE_VERBS
+                and tokens and tokens[-1].kind in ("MODAL", "NOT", "NEVER")):
+            # "... must include an apology": what the message carries
+            tokens.append(Token("DROP", raw.text, raw.start))
+            message_verb_pending = False
+            i += 1
             continue
         last_of = (raw.kind == "word" and raw.key == "after" and i + 2 < len(raws)
                    and raws[i + 1].key == "the"
@@ -1623,6 +1642,9 @@ class _Reader:
         """What a triggered obligation requires, from the trigger step.  ``default`` is the
         timing with no word for it: "now" for "whenever P, Q", "eventually" after "followed by",
         "later" for the later links of a chain."""
+        message = self.in_message(clause, extra)
+        if message is not None:
+            return message
         before, after, only, mods = self.split(clause)
         f = self.subject(clause, extra)
         neg = self.negative(mods)
@@ -1702,8 +1724,28 @@ class _Reader:
             return F(And(Not(f) if neg else f, LAST_STEP))
         raise NotUnderstood(f"“{t.token.text}” cannot qualify what a trigger requires", [t.token])
 
+    def in_message(self, clause: Clause, extra: Formula | None = None) -> Formula | None:
+        """"the next message must include an apology": no assistant message until one that
+        carries it (``!role:assistant W (role:assistant & apology)``); None for a clause that
+        is not about the next or first message."""
+        if not clause.has("NEXT_MESSAGE", "FIRST_MESSAGE"):
+            return None
+        mods = [m for m in clause.mods if m.name not in ("NEXT_MESSAGE", "FIRST_MESSAGE")]
+        if _timings(mods):
+            raise NotUnderstood("a timing for the next message", [m.token for m in mods])
+        content = Clause([x for x in clause.segments
+                          if not (isinstance(x, Mod) and x.name in ("NEXT_MESSAGE",
+                                                                    "FIRST_MESSAGE"))])
+        f = self.subject(content, extra)
+        speaking = Atom("role:assistant")
+        said = And(speaking, Not(f) if self.negative(mods) else f)
+        return W(Not(speaking), said)
+
     def top(self, clause: Clause, extra: Formula | None = None) -> _Rule:
         """A clause that is a whole rule: "never P", "P must always hold", "P at most once"."""
+        message = self.in_message(clause, extra)
+        if message is not None:
+            return _Rule(message)
         before, after, only, mods = self.split(clause)
         if only:
             if extra is not None:
@@ -2620,6 +2662,48 @@ class OfflineFormaliser:
             return self._fail("the rule ends too early: after " + _quote_words(last) +
                               " the grammar expects more", last)
         return self._fail("could not place " + _quote_words([stop]) + " here", [stop])
+
+
+_MESSAGE_OWNERS = frozenset({"agent's", "assistant's", "bot's", "agent’s", "assistant’s",
+                             "bot’s", "its", "their", "your", "the", "our"})
+_MESSAGE_NOUNS = frozenset({"message", "reply", "response", "answer", "turn"})
+_MESSAGE_VERBS = frozenset({"include", "includes", "mention", "mentions", "contain", "contains",
+                            "carry", "carries", "have", "has", "state", "states", "tell",
+                            "tells", "disclose", "discloses", "say", "says", "be", "give",
+                            "gives", "offer", "offers", "repeat", "repeats"})
+_SPEAKER_WORDS = frozenset({"assistant", "agent", "bot", "it", "chatbot"})
+
+
+def _message_phrase(raws: list[_Raw], i: int) -> tuple[int, str] | None:
+    """"the agent's next message (to the customer)", "the very next reply", "the first thing
+    the assistant says (in a conversation)": where the phrase ends and NEXT_MESSAGE or
+    FIRST_MESSAGE; None when no such phrase starts at ``raws[i]``."""
+    keys = [r.key for r in raws[i:i + 10]]
+    k = 0
+    while k < len(keys) and keys[k] in _MESSAGE_OWNERS | {"very"}:
+        k += 1
+    if k >= len(keys) or keys[k] not in ("next", "following", "first"):
+        return None
+    kind = "FIRST_MESSAGE" if keys[k] == "first" else "NEXT_MESSAGE"
+    k += 1
+    if k < len(keys) and keys[k] in _MESSAGE_NOUNS:
+        k += 1
+    elif (k + 2 < len(keys) and keys[k] == "thing" and keys[k + 1] in ("the", "it")
+          and (keys[k + 1] == "it" or keys[k + 2] in _SPEAKER_WORDS)):
+        k += 2 if keys[k + 1] == "it" else 3
+        if k < len(keys) and keys[k] in ("says", "writes", "sends", "say"):
+            k += 1
+        else:
+            return None
+    else:
+        return None
+    # "to the customer", "in any conversation": whom it is for, where
+    while k + 1 < len(keys) and keys[k] in ("to", "in", "of") and keys[k + 1] in (
+            "the", "a", "any", "each", "every", "them", "him", "her"):
+        k += 2
+        if k < len(keys) and raws[i + k].kind == "word" and keys[k] not in lexicon.PHRASES:
+            k += 1
+    return i + k, kind
 
 
 def _once_closes(raws: list[_Raw], i: int) -> bool:
