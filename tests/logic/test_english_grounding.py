@@ -222,3 +222,9 @@ def test_what_the_other_side_asks_is_a_user_message():
     told = readings("The passenger must be told within two steps whenever the fare changes.",
                     desk)
     assert all("role:user" not in atoms_of(f) for f in told)
+
+
+def test_a_result_is_the_tool_message():
+    db = vocab({"role:assistant", "role:tool", "tool_call:run_query"})
+    assert has_reading("Every query the agent runs must be immediately followed by its result.",
+                       db, "G (tool_call:run_query -> X role:tool)")

@@ -254,6 +254,18 @@ def _tells_about(name: str, call: str) -> bool:
     return verb not in words_of(call) and _stem(raw[1]) not in words_of(call)
 
 
+_RESULT_WORDS = frozenset({"result", "results", "output", "outputs"})
+
+
+def _tool_result(name: str, atoms) -> bool:
+    """Whether a phrase only says a call's result comes ("its result", "the tool output") when
+    the logs record the tools' messages (``role:tool``)."""
+    raw = [w.lower() for w in re.split(r"[_\s]+", name) if w]
+    return ("role:tool" in atoms and any(w in _RESULT_WORDS for w in raw)
+            and all(w in _RESULT_WORDS | _FILLERS | {"its", "tool", "tools", "returned",
+                                                    "call", "command"} for w in raw))
+
+
 def _reply(name: str, atoms) -> str | None:
     """``role:assistant`` for a phrase that only says a reply comes ("a reply", "answered",
     "report back to the user") when the logs record the assistant's messages."""
@@ -813,6 +825,11 @@ def ground(f: Formula, invented: list[str], vocabulary, words_left: str = "drop"
         grounded, leftover = ground_phrase(name, atoms, paths) if atoms else (None, [])
         if grounded is None and paths:
             grounded = change
+        if grounded is None and _tool_result(name, atoms):
+            # "every shell command must be followed by its result": the tool's message
+            mapping.append(Grounding(phrase, "role:tool", True))
+            changed[name] = fm.Atom("role:tool")
+            continue
         if grounded is None and _reply(name, atoms):
             # "every user message must be answered": by a message of the assistant
             mapping.append(Grounding(phrase, "role:assistant", True))
