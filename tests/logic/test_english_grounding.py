@@ -228,3 +228,33 @@ def test_a_result_is_the_tool_message():
     db = vocab({"role:assistant", "role:tool", "tool_call:run_query"})
     assert has_reading("Every query the agent runs must be immediately followed by its result.",
                        db, "G (tool_call:run_query -> X role:tool)")
+
+
+# ---------------------------------------------------------------------------------------------
+# Data: an argument named by its own word, a field named by initials, a change
+
+def test_an_argument_named_by_its_own_word_takes_the_word_before():
+    yard = vocab({"tool_call:route_truck", "tool_call:open_gate"},
+                 {"output.args.lane": "string"})
+    assert has_reading("No truck may be routed through the express lane.", yard,
+                       'G !(tool_call:route_truck & output.args.lane == "express")')
+
+
+def test_a_field_named_by_the_initials_of_the_words():
+    loans = vocab({"tool_call:approve_loan", "tool_call:decline_loan"},
+                  {"output.args.ltv_pct": "number"})
+    assert has_reading("Never approve a loan when the loan-to-value ratio is above 90%.", loans,
+                       "G !(tool_call:approve_loan & output.args.ltv_pct > 90)")
+
+
+def test_a_change_measured_against_the_previous_step():
+    cars = vocab({"tool_call:set_speed", "in_school_zone"}, {"data.speed_kph": "number"})
+    assert has_reading("The speed must never increase from the previous step.", cars,
+                       "G !(data.speed_kph > prev(data.speed_kph))")
+    from studio.logic.english.grounding import ground_change
+    went_up = ground_change("cart_total_goes_up_compared_with_previous_step",
+                            {"data.cart_total": {"number"}})
+    assert went_up is not None and same(went_up, "data.cart_total > prev(data.cart_total)")
+    # more than what it is measured against: not a change
+    assert ground_change("cart_total_goes_up_for_premium_members",
+                         {"data.cart_total": {"number"}}) is None

@@ -74,7 +74,8 @@ _SYNONYMS = {
 # unit after the value, if at all.
 _UNIT_WORDS = frozenset({"ppm", "pct", "percent", "c", "f", "usd", "eur", "gbp", "mg", "kg",
                          "g", "ml", "ms", "sec", "secs", "seconds", "min", "mins", "minutes",
-                         "hours", "hrs", "days", "km", "miles", "cents", "dollars", "euros"})
+                         "hours", "hrs", "days", "km", "miles", "cents", "dollars", "euros",
+                         "kph", "mph", "kmh", "kw", "kwh", "mw", "mwh", "bps"})
 
 
 # Irregular forms of verbs the logs name by their base ("going east" is ``tool_call:go``, "the
@@ -523,6 +524,19 @@ def _ground_rest(rest: list[str], atoms, paths, main: str = "", name: str = "",
             used |= {_STEMMED_SYNONYMS.get(_stem(w), _stem(w)) for w in raw_all[k:]}
             strings = [p for p in strings if p != field]
             break
+    own = set(words_of(main))
+    for path in [p for p in strings if p.startswith("output.args.")]:
+        field = path.rsplit(".", 1)[-1]
+        spots = [k for k, w in enumerate(raw_all) if k and w in (field, field + "s")]
+        before = raw_all[spots[0] - 1] if spots and "_" not in field else ""
+        stem = _STEMMED_SYNONYMS.get(_stem(before), _stem(before)) if before else ""
+        if (before and stem not in own and stem not in used and not _not_a_value(before)
+                and before not in _RESTRICTING | _LINKING and not before.isdigit()):
+            # "routed through the dock lane": the argument named by its own word, its
+            # value the word before it
+            parts.append(fm.Compare(("path", path), "==", ("const", before)))
+            used |= {stem, _stem(field)}
+            strings = [p for p in strings if p != path]
     naming = [p for p in strings if p.startswith("output.args.")
               and p.rsplit(".", 1)[-1] in _NAMING_ARGUMENTS]
     # the value is a word after the call's words ("push to main"), else before them ("sell
@@ -677,6 +691,9 @@ def ground_path(path: str, value, paths: dict, fallback: bool = True) -> str | N
     if path in paths:
         return path
     field_words = words_of(path.removeprefix("data."))
+    # a field may be named by the initials of the words ("debt-to-income ratio" -> ``dti_pct``)
+    field_words += sorted(_acronyms(path.removeprefix("data.").replace(".", "_"))
+                          - set(field_words))
     wanted = "string" if isinstance(value, str) else "boolean" if isinstance(value, bool) \
         else "number"
     best, best_score = None, None
@@ -706,6 +723,13 @@ _CHANGES = {"decreas": "<", "drop": "<", "fall": "<", "shrink": "<", "go_down": 
             "updat": "!="}
 
 
+# Words after a change that only say what it is measured against ("increase from the
+# previous step", "goes up compared with the last reading").
+_RELATIVE = frozenset(_stem(w) for w in ("compared", "previous", "prior", "last", "step",
+                                          "steps", "reading", "readings", "next", "before",
+                                          "from", "than", "since", "one", "value", "turn"))
+
+
 def ground_change(name: str, paths: dict) -> Formula | None:
     """"the balance decreases" -> ``data.balance < prev(data.balance)`` when a number path
     ends with the subject's words; "the status failed" -> ``data.status == "failed"`` when a
@@ -717,16 +741,40 @@ def ground_change(name: str, paths: dict) -> Formula | None:
     for candidate in sorted(paths, key=len):
         types = _path_type(paths[candidate])
         field = words_of(candidate.rsplit(".", 1)[-1])
+        if len(field) > 1 and field[-1] in _UNIT_WORDS:
+            field = field[:-1]      # "speed_kph" is the speed
         if not field or not set(field) <= set(words[:-1]):
             continue
         last = words[-1]
         if "number" in types or "integer" in types or "float" in types:
             op = _CHANGES.get(last)
+            if op is None:
+                op = _change_after(field, words, raw)
             if op is not None:
                 return fm.Compare(("path", candidate), op, ("prev", candidate))
         if "string" in types and words.index(field[-1]) == len(words) - 2 and raw:
             return fm.Compare(("path", candidate), "==", ("const", raw[-1]))
     return None
+
+
+def _change_after(field: list[str], words: list[str], raw: list[str]) -> str | None:
+    """The comparison a change word right after a field says, when what follows it only says
+    what it is measured against ("its reported speed must not increase from the previous
+    step", "the cart total goes up compared with the previous step")."""
+    end = max(k for k, w in enumerate(words) if w in field)
+    after = words[end + 1:]
+    if not after:
+        return None
+    op = _CHANGES.get(after[0])
+    if op is None and after[0] == "go":
+        # "goes up", "goes down": the particle words_of leaves out
+        lowered = [w.lower() for w in raw]
+        k = next((k for k, w in enumerate(lowered) if _stem(w) == "go"), None)
+        particle = lowered[k + 1] if k is not None and k + 1 < len(lowered) else ""
+        op = {"up": ">", "down": "<"}.get(particle)
+    if op is None or not set(after[1:]) <= _RELATIVE:
+        return None
+    return op
 
 
 def _const(operand):
