@@ -749,3 +749,17 @@ def test_the_next_or_first_message_of_the_assistant(text, expected):
                               "role:user", "includes_greeting"})
     answer = formalise(text, vocabulary=vocabulary)
     assert _among(expected, answer), [r.text for r in answer.readings] or answer.message
+
+
+def test_a_limit_is_offered_on_the_event_and_wherever_the_value_shows():
+    vocabulary = _Vocabulary({"tool_call:charge_battery"}, {"data.soc_pct": "number"})
+    answer = formalise("Battery state of charge must stay between 10% and 90% at all times.",
+                       vocabulary=vocabulary)
+    assert _among("G !(data.soc_pct < 10 | data.soc_pct > 90)", answer), \
+        [r.text for r in answer.readings]
+    assert len(answer.readings) >= 2 and all(r.why for r in answer.readings)
+    answer = formalise("If grid frequency falls below 49.8 Hz, load shedding must start within "
+                       "2 steps.", vocabulary=_Vocabulary({"tool_call:shed_load"},
+                                                          {"data.frequency_hz": "number"}))
+    assert _among("G (data.frequency_hz < 49.8 -> F[1,2] tool_call:shed_load)", answer), \
+        answer.message

@@ -347,6 +347,14 @@ def lex(text: str) -> list[Token]:
             sentence_start = True
             i += 1
             continue
+        if (raw.kind == "word" and raw.key == "between" and i + 4 < len(raws)
+                and _is_number(raws[i + 1]) and raws[i + 3].key == "and"
+                and (raws[i + 2].text == "%" or raws[i + 2].key in lexicon.UNITS)):
+            # "between 10% and 90%": the unit after the first value too
+            first_unit = Token("DROP", raws[i + 2].text, raws[i + 2].start)
+            raws = raws[:i + 2] + raws[i + 3:]
+        else:
+            first_unit = None
         if (raw.kind == "word" and raw.key == "between" and not at_sentence_start
                 and i + 3 < len(raws) and _is_number(raws[i + 1]) and raws[i + 2].key == "and"
                 and _is_number(raws[i + 3])):
@@ -359,6 +367,8 @@ def lex(text: str) -> list[Token]:
             tokens.append(Token("COMPARE", source, raw.start,
                                 ("between", "verb" if verb else "prep")))
             tokens.append(Token("VALUE", source, raws[i + 1].start, (low, high)))
+            if first_unit is not None:
+                tokens.append(first_unit)
             previous_kind = "VALUE"
             i += 4
             while i < len(raws) and (raws[i].key in lexicon.UNITS or raws[i].key in (
@@ -2976,6 +2986,17 @@ def _answer(read: list, vocabulary, engine: str, english: str = "") -> Formalisa
         candidates.insert(0 if during else 1, (f_lasting, "; ".join(
             x for x in (candidates[0][1].removesuffix("each event counts only at its own step")
                         .rstrip("; "), described) if x)))
+    first_limit = limits_on_an_event(candidates[0][0])
+    if first_limit is not candidates[0][0]:
+        # "the battery's charge must stay between 10% and 90%": each event the words name,
+        # or (the author picks) wherever the logs show the value
+        anywhere = _limits_anywhere(first_limit)
+        if anywhere is not None:
+            candidates[0] = (candidates[0][0], "; ".join(
+                x for x in (candidates[0][1], "the limit holds at each event the words name")
+                if x))
+            candidates.insert(1, (anywhere, "the limit holds at every step that shows the value, "
+                                            "whatever the event"))
     plain, plain_why = candidates[0]
     candidates = [(limits_on_an_event(since_before_own_event(release_after_trigger(
         calls_at_separate_steps(one_call_a_step(as_limits(g)))))), why)
@@ -3202,6 +3223,22 @@ def limits_on_an_event(f: Formula) -> Formula:
     if len({c.name for c in calls}) != 1 or len(calls) + len(limits) != len(parts) or not limits:
         return f
     return G(Implies(calls[0], And(*limits)))
+
+
+_NEGATED_OP = {">": "<=", "<": ">=", ">=": "<", "<=": ">", "==": "!=", "!=": "=="}
+
+
+def _limits_anywhere(f: Formula) -> Formula | None:
+    """``G (call -> x >= 10 & x <= 90)`` as ``G !(x < 10 | x > 90)``: no step shows a value
+    outside the limits (a step without the value passes); None for any other shape."""
+    if f.op != "G" or f.args[0].op != "implies":
+        return None
+    limits = f.args[0].args[1]
+    parts = limits.args if limits.op == "and" else (limits,)
+    if not all(p.op == "cmp" for p in parts):
+        return None
+    broken = [Compare(p.payload.left, _NEGATED_OP[p.payload.op], p.payload.right) for p in parts]
+    return G(Not(Or(*broken)))
 
 
 def calls_at_separate_steps(f: Formula) -> Formula:

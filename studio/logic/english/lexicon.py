@@ -255,6 +255,8 @@ _add("EVENTUALLY", "before wrapping up", "before finishing", "before signing off
      "before ending", "before closing out", "before it finishes", "before it ends",
      "before handing off", "before finishing up", "before the end of it")
 _add("DURING", "during")
+_add("PREVIOUSLY", "at some point earlier", "at some point before", "at some point beforehand",
+     "some time earlier", "some time before", "at any earlier point", "at any point earlier")
 # Emphasis that adds nothing to a rule ("..., whatever the reason", "..., nobody else")
 _add("DROP", "whatever the reason", "for whatever reason", "for any reason",
      "no matter the reason", "regardless of the reason", "whatever else happens",
@@ -383,7 +385,9 @@ IRREGULAR_PARTICIPLES = frozenset({
 UNITS = frozenset({"dollars", "dollar", "usd", "euros", "euro", "eur", "pounds", "gbp", "mg",
                    "milligrams", "g", "grams", "kg", "ml", "degrees", "degree", "percent", "%",
                    "units", "items", "seconds", "minutes", "hours", "ms", "km", "miles", "ppm",
-                   "°c", "°f", "celsius", "fahrenheit"})
+                   "°c", "°f", "celsius", "fahrenheit", "hz", "khz", "mw", "mwh", "kw", "kwh",
+                   "gw", "gwh", "mph", "kph", "gb", "mb", "tb", "kb", "ppb", "bpm", "mmhg",
+                   "nights", "replicas", "users", "seats", "tickets"})
 
 # Comparison phrases that also count ("more than 3 login attempts").
 COUNT_PHRASES = frozenset({"more than", "fewer than", "less than", "at least", "at most",
