@@ -258,3 +258,19 @@ def test_a_change_measured_against_the_previous_step():
     # more than what it is measured against: not a change
     assert ground_change("cart_total_goes_up_for_premium_members",
                          {"data.cart_total": {"number"}}) is None
+
+
+def test_initials_in_the_phrase_name_an_entry_spelled_out():
+    buying = vocab({"tool_call:create_purchase_order", "tool_call:screen_vendor",
+                    "tool_call:get_order"})
+    assert has_reading("No PO may be issued before the vendor is screened.", buying,
+                       "!tool_call:create_purchase_order W tool_call:screen_vendor")
+    # a short word of English is no one's initials ("go" is not get_order)
+    for f in readings("Never go ahead without screening the vendor.", buying):
+        assert "tool_call:get_order" not in atoms_of(f)
+
+
+def test_a_message_from_the_other_side_is_a_user_message():
+    hotel = vocab({"role:user", "role:assistant", "tool_call:lookup_booking"})
+    assert has_reading("Every message from a guest must be answered by the assistant in the "
+                       "next step.", hotel, "G (role:user -> X role:assistant)")

@@ -222,10 +222,12 @@ def _speaker(name: str, atoms) -> str | None:
     a phrase that only names who speaks (the role word itself is dropped as an actor
     elsewhere)."""
     raw = [w.lower() for w in re.split(r"[_\s]+", name) if w]
-    if ("role:user" in atoms and len(raw) > 1 and raw[0] in _OTHER_SIDE | _PEOPLE
-            and all(w in _QUESTIONS for w in raw[1:])):
-        # "an applicant question", "a patient message": whoever the other side is, it
-        # speaks in the user's messages
+    if ("role:user" in atoms and len(raw) > 1 and ((
+            raw[0] in _OTHER_SIDE | _PEOPLE and all(w in _QUESTIONS for w in raw[1:]))
+            or (len(raw) == 3 and raw[0] in _QUESTIONS and raw[1] == "from"
+                and raw[2] in _OTHER_SIDE | _PEOPLE))):
+        # "an applicant question", "a message from a passenger": whoever the other side
+        # is, it speaks in the user's messages
         return "role:user"
     roles = [_SPEAKERS[w] for w in raw if w in _SPEAKERS]
     if not roles or roles[0] not in atoms:
@@ -299,6 +301,30 @@ def _acronyms(name: str) -> set[str]:
     return out
 
 
+# Short words of English that are no one's initials ("go", "it", "all").
+_SHORT_WORDS = frozenset({
+    "a", "am", "an", "as", "at", "be", "by", "do", "go", "he", "hi", "id", "if", "in", "is",
+    "it", "me", "my", "no", "of", "ok", "on", "or", "so", "to", "up", "us", "we", "all", "and",
+    "any", "are", "can", "did", "due", "for", "get", "got", "had", "has", "her", "him", "his",
+    "how", "its", "may", "new", "nor", "not", "now", "off", "old", "one", "our", "out", "own",
+    "per", "put", "run", "say", "see", "set", "she", "the", "too", "two", "use", "via", "was",
+    "way", "who", "why", "yes", "yet", "you", "day", "end", "few", "let", "log", "top", "try"})
+
+
+def _spelled_out(said: set[str], candidate: str) -> list[str]:
+    """The words of an entry that the phrase writes as their initials ("a PO is issued" ->
+    ``tool_call:create_purchase_order``'s "purchase order")."""
+    raw = [w.lower() for w in re.split(r"[_:\s]+", re.sub(r"^(tool_call|role):", "", candidate))
+           if w]
+    out: list[str] = []
+    said = said - _SHORT_WORDS
+    for n in (2, 3):
+        for k in range(len(raw) - n + 1):
+            if "".join(w[0] for w in raw[k:k + n]) in said:
+                out += words_of("_".join(raw[k:k + n]))
+    return out
+
+
 def ground_atom(name: str, vocabulary_atoms) -> str | None:
     """The vocabulary atom an invented name stands for, or None."""
     tied = ground_ties(name, vocabulary_atoms)
@@ -316,10 +342,11 @@ def ground_ties(name: str, vocabulary_atoms) -> list[str]:
     phrase += [a for a in joined if a in entry_words and a not in phrase]
     best: list[str] = []
     best_score = None
+    said = {w.lower() for w in re.split(r"[_\s\-]+", name) if w}
     for candidate in sorted(vocabulary_atoms):
         if not _role_fits(phrase, candidate):
             continue
-        score = _score(phrase, words_of(candidate))
+        score = _score(phrase + _spelled_out(said, candidate), words_of(candidate))
         if score is None:
             continue
         if best_score is None or score > best_score:
