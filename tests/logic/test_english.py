@@ -763,3 +763,11 @@ def test_a_limit_is_offered_on_the_event_and_wherever_the_value_shows():
                                                           {"data.frequency_hz": "number"}))
     assert _among("G (data.frequency_hz < 49.8 -> F[1,2] tool_call:shed_load)", answer), \
         answer.message
+
+
+def test_x_means_y_is_a_condition():
+    vocabulary = _Vocabulary({"sanctions_hit", "tool_call:release_payment"})
+    answer = formalise("A sanctions hit means no payment may be released for the rest of the "
+                       "session.", vocabulary=vocabulary)
+    assert _among("G (sanctions_hit -> G !tool_call:release_payment)", answer), \
+        [r.text for r in answer.readings] or answer.message

@@ -697,6 +697,7 @@ def lex(text: str) -> list[Token]:
         last.kind = "PREVIOUSLY"
     tokens = _opening_within(tokens)
     tokens = _opening_only(tokens)
+    tokens = _means(tokens)
     # a sentence with nothing left in it ("Full stop.") leaves no empty sentence behind
     previous = "SEP"
     for t in tokens:
@@ -751,6 +752,28 @@ def _opening_only(tokens: list[Token]) -> list[Token]:
                 only_if = Token("ONLY_IF", visible[0].text, visible[0].start)
                 rest = visible[modal:end]
                 sentence[:] = rest + [only_if] + condition + visible[end:]
+
+    return _by_sentence(tokens, rewrite)
+
+
+def _means(tokens: list[Token]) -> list[Token]:
+    """"A sanctions hit means no payment may be released": if there is a hit, no payment may
+    be released (the subject before "means" is the condition)."""
+    def rewrite(sentence: list[Token]) -> None:
+        visible = [t for t in sentence if t.kind != "DROP"]
+        means = next((k for k, t in enumerate(visible)
+                      if t.kind == "WORD" and str(t.value) in ("means", "implies")), None)
+        if (means and all(t.kind == "WORD" or t.kind in ("COMPARE", "VALUE", "NUM")
+                          for t in visible[:means])
+                and any(t.kind in ("MODAL", "NOT", "NEVER", "FORBIDDEN")
+                        for t in visible[means + 1:])):
+            trigger = Token("TRIGGER", visible[means].text, visible[0].start)
+            comma = Token("COMMA", visible[means].text, visible[means].start)
+            k = sentence.index(visible[means])
+            after_that = k + 1 < len(sentence) and sentence[k + 1].kind == "WORD" and str(
+                sentence[k + 1].value) == "that"
+            sentence[:] = ([trigger] + sentence[:k] + [comma]
+                           + sentence[k + 1 + (1 if after_that else 0):])
 
     return _by_sentence(tokens, rewrite)
 
