@@ -1787,8 +1787,8 @@ class _Reader:
             return self.restriction(clause, before, after)
         if (extra is None and not self.negative(mods) and _plural_subject(clause)
                 and self.choose("plural", [
-                    ("each", "each of them calls for it"),
-                    ("once", "it happens at some point in the session")]) == "each"):
+                    ("each", "each one needs it"),
+                    ("once", "once in the session is enough")]) == "each"):
             # "abnormal lab results must be flagged to the care team": each result, flagged;
             # "refunds must be approved by a manager": each refund, approved first
             seg = clause.segments
@@ -1796,8 +1796,8 @@ class _Reader:
             if (str(participle.value).lower().startswith(_CHECKED_FIRST)
                     and not any(isinstance(x, Mod) and x.name != "MODAL" for x in seg)
                     and self.choose("plural_checked", [
-                        ("before", "each of them is preceded by it (an approval, a check)"),
-                        ("after", "each of them is followed by it")]) == "before"):
+                        ("before", "each one needs it before it (an approval, a check)"),
+                        ("after", "each one needs it at that step or later")]) == "before"):
                 trigger = self.prop(seg[0])
                 checked = self.prop(_merge([x for x in seg[2:] if not isinstance(x, Mod)]))
                 return _Rule(G(Implies(trigger, O(checked))))
