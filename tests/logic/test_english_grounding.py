@@ -274,3 +274,9 @@ def test_a_message_from_the_other_side_is_a_user_message():
     hotel = vocab({"role:user", "role:assistant", "tool_call:lookup_booking"})
     assert has_reading("Every message from a guest must be answered by the assistant in the "
                        "next step.", hotel, "G (role:user -> X role:assistant)")
+
+
+def test_a_noun_of_a_verb_names_its_call():
+    from studio.logic.english.grounding import ground_atom
+    claims = {"tool_call:approve_claim", "tool_call:deny_claim", "tool_call:get_claim"}
+    assert ground_atom("claim_denial", claims) == "tool_call:deny_claim"

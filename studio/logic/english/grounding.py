@@ -58,7 +58,7 @@ _SYNONYMS = {
     "terminate": "terminate", "fire": "terminate", "dismiss": "terminate",
     "greet": "greeting", "hello": "greeting", "welcome": "greeting",
     "handover": "handoff", "transfer_to": "handoff",
-    "prescription": "prescribe",
+    "prescription": "prescribe", "denial": "deny",
     "trade": "order",
     "commit": "commit",
     # abbreviations the logs' names use for a word the English spells out
