@@ -771,3 +771,23 @@ def test_x_means_y_is_a_condition():
                        "session.", vocabulary=vocabulary)
     assert _among("G (sanctions_hit -> G !tool_call:release_payment)", answer), \
         [r.text for r in answer.readings] or answer.message
+
+
+def test_only_before_an_event_means_none_after_it():
+    vocabulary = _Vocabulary({"tool_call:refund_tuition", "census_date_passed"})
+    answer = formalise("Tuition refunds may only be processed before the census date.",
+                       vocabulary=vocabulary)
+    assert _among("G (tool_call:refund_tuition -> !O census_date_passed)", answer), \
+        [r.text for r in answer.readings]
+    assert not _among("!census_date_passed W tool_call:refund_tuition", answer)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Test fails if player HP ever goes negative.", "G !(data.player.hp < 0)"),
+    ("The balance must never decrease from one step to the next.",
+     "G !(data.balance < prev(data.balance))"),
+])
+def test_how_testers_and_analysts_write_a_ban(text, expected):
+    vocabulary = _Vocabulary({"role:assistant"}, {"data.player.hp": "number",
+                                                   "data.balance": "number"})
+    assert _among(expected, formalise(text, vocabulary=vocabulary))

@@ -184,7 +184,7 @@ _HEADING_WORDS = frozenset({"note", "notes", "reminder", "hazard", "rule", "requ
                             "policy", "runbook", "guideline", "memo", "ticket", "section",
                             "fyi", "important", "design", "control", "clause", "article",
                             "spec", "story", "finding", "observation", "criterion",
-                            "criteria", "acceptance"})
+                            "criteria", "acceptance", "expected", "qa", "check", "test"})
 _SOURCE_WORDS = ("per", "according")
 # An identifier: "PAY-412", "H-2", "SUP-203", "R12".
 _IDENTIFIER = re.compile(r"^[A-Za-z]{1,6}-?\d+(?:\.\d+)*$")
@@ -2136,6 +2136,11 @@ class _Reader:
 
     def precedence(self, node: Precedence) -> _Rule:
         kind = node.kind
+        if kind == "before" and len(node.first) == 1 and node.first[0].has("ONLY"):
+            # "tuition refunds may only be processed before the census date": none after it
+            effect = self.state(Clause([x for x in node.first[0].segments
+                                        if not (isinstance(x, Mod) and x.name == "ONLY")]))
+            return _Rule(G(Implies(effect, Not(O(self.state(node.second))))))
         if kind == "before" and node.second.has("EVERY") and len(node.first) == 1:
             # "run the linter before every commit": each commit has its own run, since the
             # commit before it; or (the author picks) some run at any time before it

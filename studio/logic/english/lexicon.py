@@ -255,6 +255,16 @@ _add("EVENTUALLY", "before wrapping up", "before finishing", "before signing off
      "before ending", "before closing out", "before it finishes", "before it ends",
      "before handing off", "before finishing up", "before the end of it")
 _add("DURING", "during")
+# "the balance increases from one step to the next": a change is always from the step before
+_add("DROP", "from one step to the next", "from the previous step", "from the step before",
+     "compared with the previous step", "compared to the previous step",
+     "compared with the previous reading", "compared to the previous reading",
+     "from the previous reading", "since the previous step", "since the previous reading",
+     "between consecutive steps", "from one reading to the next")
+# How test writers say a ban: "Test fails if the HP ever goes negative."
+_add("NEVER", "test fails if", "the test fails if", "test fails when", "the test fails when",
+     "fail the test if", "it is a failure if", "it's a failure if", "flag a violation if",
+     "flag it if", "it is a violation if", "it's a violation if")
 _add("PREVIOUSLY", "at some point earlier", "at some point before", "at some point beforehand",
      "some time earlier", "some time before", "at any earlier point", "at any point earlier")
 # Emphasis that adds nothing to a rule ("..., whatever the reason", "..., nobody else")
