@@ -280,3 +280,10 @@ def test_a_noun_of_a_verb_names_its_call():
     from studio.logic.english.grounding import ground_atom
     claims = {"tool_call:approve_claim", "tool_call:deny_claim", "tool_call:get_claim"}
     assert ground_atom("claim_denial", claims) == "tool_call:deny_claim"
+
+
+def test_a_generic_verb_is_no_value():
+    from studio.logic.english.grounding import ground_phrase
+    grounded, _ = ground_phrase("marketing_emails_go_to", {"tool_call:send_marketing_email"},
+                                {"output.args.recipient": {"string"}})
+    assert '"go"' not in grounded.text

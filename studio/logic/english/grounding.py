@@ -578,8 +578,9 @@ def _ground_rest(rest: list[str], atoms, paths, main: str = "", name: str = "",
                  for k, w in enumerate(raw_words) if "for" in raw_words[:k]}
 
     def fits(w: str) -> bool:
+        # (nor a generic verb: "marketing emails must not go to anyone" has no value "go")
         return (w not in entry_words and w not in after_for and w not in used
-                and not _not_a_value(raw_of.get(w, w)))
+                and w not in _STEMMED_GENERIC and not _not_a_value(raw_of.get(w, w)))
     pool = [w for w in (after or []) if fits(w)]
     if not pool:
         # before the call's words a value names what it acts on ("sell orders", "production
