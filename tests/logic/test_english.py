@@ -791,3 +791,15 @@ def test_how_testers_and_analysts_write_a_ban(text, expected):
     vocabulary = _Vocabulary({"role:assistant"}, {"data.player.hp": "number",
                                                    "data.balance": "number"})
     assert _among(expected, formalise(text, vocabulary=vocabulary))
+
+
+def test_a_condition_can_govern_both_parts_of_a_sentence():
+    vocabulary = _Vocabulary({"sanctions_hit", "tool_call:release_payment",
+                              "tool_call:escalate_to_compliance"})
+    answer = formalise("A sanctions hit means no payment may be released for the rest of the "
+                       "session, and the case has to be escalated to compliance.",
+                       vocabulary=vocabulary)
+    assert _among("G (sanctions_hit -> (G !tool_call:release_payment & "
+                  "F tool_call:escalate_to_compliance))", answer), [r.text for r in answer.readings]
+    assert _among("F tool_call:escalate_to_compliance & "
+                  "G (sanctions_hit -> G !tool_call:release_payment)", answer)

@@ -1984,7 +1984,21 @@ class _Reader:
         if isinstance(node, Until):
             return self.top_until(node)
         if isinstance(node, Rules):
-            return _Rule(And(*[self.rule(r).formula for r in _share_subject(node.rules)]))
+            rules = _share_subject(node.rules)
+            if (len(rules) == 2 and isinstance(rules[0], Conditional)
+                    and rules[0].style == "first"
+                    and isinstance(rules[1], (Simple, Precedence))
+                    and self.choose("shared_trigger", [
+                        ("shared", "the condition governs both parts of the sentence"),
+                        ("apart", "the part after “and” is a rule of its own")]) == "shared"):
+                # "if the score exceeds 0.8, the claim must be referred and must not be
+                # paid": both are what the condition calls for
+                conditional = self.conditional(rules[0]).formula
+                condition, required = conditional.args[0].args
+                second = (self.obligation(rules[1]) if isinstance(rules[1], Precedence)
+                          else self.consequent(rules[1].clause, "now"))
+                return _Rule(G(Implies(condition, And(required, second))))
+            return _Rule(And(*[self.rule(r).formula for r in rules]))
         if isinstance(node, Scoped):
             return self.scoped(node)
         if isinstance(node, Guarded):
