@@ -803,3 +803,11 @@ def test_a_condition_can_govern_both_parts_of_a_sentence():
                   "F tool_call:escalate_to_compliance))", answer), [r.text for r in answer.readings]
     assert _among("F tool_call:escalate_to_compliance & "
                   "G (sanctions_hit -> G !tool_call:release_payment)", answer)
+
+
+def test_at_least_in_what_a_condition_requires_counts_the_earlier_events():
+    vocabulary = _Vocabulary({"tool_call:end_chat", "abusive_language"})
+    answer = formalise("The agent may end a chat only if the customer has been abusive at "
+                       "least twice.", vocabulary=vocabulary)
+    assert _among("G (tool_call:end_chat -> O (abusive_language & Y O abusive_language))",
+                  answer), answer.message

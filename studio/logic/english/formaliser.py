@@ -535,6 +535,11 @@ def lex(text: str) -> list[Token]:
             else:
                 emitted.append(Token("AND", raw.text, raw.start))
             i += 1
+        elif (at_sentence_start and raw.kind == "word" and raw.key in ("where", "wherever")
+                and i + 1 < len(raws) and raws[i + 1].kind in ("word", "quoted")):
+            # "Where a claimant is represented by counsel, ...": the lawyers' "if"
+            emitted.append(Token("TRIGGER", raw.text, raw.start))
+            i += 1
         elif at_sentence_start and raw.kind == "word" and raw.key in ("while", "whilst"):
             # "While the account is locked, ...": at every step where it is.
             emitted.append(Token("WHILE", raw.text, raw.start))
@@ -1755,6 +1760,11 @@ class _Reader:
             return Not(earlier) if neg else earlier
         if name == "AT_END":
             return F(And(Not(f) if neg else f, LAST_STEP))
+        if name == "at_least" and self.in_condition and _bound(t, 1) <= 5:
+            # "end a chat only if the customer has been abusive at least twice": so many up
+            # to then
+            earlier = _past_at_least(f, _bound(t, 1))
+            return Not(earlier) if neg else earlier
         raise NotUnderstood(f"“{t.token.text}” cannot qualify what a trigger requires", [t.token])
 
     def in_message(self, clause: Clause, extra: Formula | None = None) -> Formula | None:
