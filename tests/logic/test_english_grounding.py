@@ -287,3 +287,12 @@ def test_a_generic_verb_is_no_value():
     grounded, _ = ground_phrase("marketing_emails_go_to", {"tool_call:send_marketing_email"},
                                 {"output.args.recipient": {"string"}})
     assert '"go"' not in grounded.text
+
+
+def test_personal_data_is_pii_and_an_agents_blame_is_said_to_the_customer():
+    vocabulary = vocab({"tool_call:call_external_llm", "contains_pii", "blames_customer",
+                        "role:assistant"})
+    assert has_reading("Messages containing personal data must never be sent to the external "
+                       "LLM API.", vocabulary, "G !(tool_call:call_external_llm & contains_pii)")
+    assert has_reading("Agents must never blame the customer.", vocabulary,
+                       "G !(role:assistant & blames_customer)")

@@ -61,6 +61,7 @@ _SYNONYMS = {
     "prescription": "prescribe", "denial": "deny",
     "trade": "order",
     "commit": "commit",
+    "payout": "pay", "disburse": "pay", "disbursement": "pay",
     # abbreviations the logs' names use for a word the English spells out
     "acknowledge": "ack", "acknowledgement": "ack", "acknowledgment": "ack",
     "authorization": "auth", "authorisation": "auth", "authorize": "auth",
@@ -135,6 +136,9 @@ def words_of(name: str) -> list[str]:
                   r"[_\s]?(in|on)(?![a-z])", "login", name)
     name = re.sub(r"(?i)(?<![a-z])(log|logs|logged|logging|sign|signs|signed|signing)"
                   r"[_\s]?(out|off)(?![a-z])", "logout", name)
+    # "personal data" is what the logs call PII
+    name = re.sub(r"(?i)(?<![a-z])personal(ly)?[_\s](identifiable[_\s])?(data|information|"
+                  r"info|details)(?![a-z])", "pii", name)
     # "opted out" is not "opted in" ("in" and "out" alone say nothing)
     name = re.sub(r"(?i)(?<![a-z])(opt|opts|opted|opting)[_\s]?(in|out)(?![a-z])",
                   lambda m: "opt" + m.group(2).lower(), name)
@@ -1088,7 +1092,9 @@ _SPEECH_ACTS = frozenset({"ask", "asks", "asking", "tell", "tells", "telling", "
                           "discloses", "reveal", "reveals", "repeat", "repeats", "quote",
                           "quotes", "echo", "echoed", "statement", "statements", "advice",
                           "advise", "claim", "claims", "recommend", "recommends", "suggest",
-                          "suggests", "tutor"})
+                          "suggests", "tutor", "offer", "offers", "offered", "blame",
+                          "blames", "apology", "apologies", "apologise", "apologize", "greet",
+                          "greeting", "agents", "insult", "insults", "threaten", "threatens"})
 # Phrases about what the other side does: "a dispute the customer raises" is not the agent's.
 _OTHER_SIDE = frozenset({"user", "users", "customer", "customers", "client", "clients",
                          "caller", "patient", "patients", "candidate", "candidates",
