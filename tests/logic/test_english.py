@@ -811,3 +811,11 @@ def test_at_least_in_what_a_condition_requires_counts_the_earlier_events():
                        "least twice.", vocabulary=vocabulary)
     assert _among("G (tool_call:end_chat -> O (abusive_language & Y O abusive_language))",
                   answer), answer.message
+
+
+def test_from_the_moment_x_until_y_is_a_scope():
+    vocabulary = _Vocabulary({"freeze_announced", "freeze_lifted", "tool_call:deploy"})
+    answer = formalise("From the moment a change freeze is announced until it is lifted, "
+                       "nothing gets deployed.", vocabulary=vocabulary)
+    assert _among("G (freeze_announced -> (!tool_call:deploy W freeze_lifted))", answer), \
+        [r.text for r in answer.readings] or answer.message

@@ -3238,10 +3238,12 @@ def state_between_events(f: Formula, atoms) -> tuple[Formula, str] | None:
     None when no atom of ``f`` has an opposite in the logs."""
     found: dict[str, Formula] = {}
     described = []
+    present = {g.name for g in f.subformulas() if g.op == "atom"}
     for g in f.subformulas():
         if g.op == "atom" and g.name not in found:
             pair = _opposite(g.name, atoms)
-            if pair is not None:
+            # a rule that names the ending event already says how long the state lasts
+            if pair is not None and pair[0] not in present:
                 found[g.name] = S(Not(Atom(pair[0])), g)
                 described.append(f"“{_words(g.name)}” lasts until “{_words(pair[0])}”")
     if not found:

@@ -255,6 +255,10 @@ _add("EVENTUALLY", "before wrapping up", "before finishing", "before signing off
      "before ending", "before closing out", "before it finishes", "before it ends",
      "before handing off", "before finishing up", "before the end of it")
 _add("DURING", "during")
+# "From the moment a freeze is announced until it is lifted, ...": after it, until
+_add("AFTER", "from the moment", "from the moment that", "from the time", "from the time that",
+     "from the point", "from the point that", "from the point at which", "starting when",
+     "from when", "beginning when")
 # "the balance increases from one step to the next": a change is always from the step before
 _add("DROP", "from one step to the next", "from the previous step", "from the step before",
      "compared with the previous step", "compared to the previous step",
