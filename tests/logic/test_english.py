@@ -819,3 +819,15 @@ def test_from_the_moment_x_until_y_is_a_scope():
                        "nothing gets deployed.", vocabulary=vocabulary)
     assert _among("G (freeze_announced -> (!tool_call:deploy W freeze_lifted))", answer), \
         [r.text for r in answer.readings] or answer.message
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("After three failed logins, the account must be locked.",
+     "G ((login_failed & Y O (login_failed & Y O login_failed)) -> F tool_call:lock_account)"),
+    ("If the customer shows frustration a second time, hand them over to a human agent.",
+     "G ((frustration_detected & Y O frustration_detected) -> F tool_call:handoff_to_human)"),
+])
+def test_a_trigger_can_be_the_nth_occurrence(text, expected):
+    vocabulary = _Vocabulary({"login_failed", "tool_call:lock_account", "frustration_detected",
+                              "tool_call:handoff_to_human"})
+    assert _among(expected, formalise(text, vocabulary=vocabulary))

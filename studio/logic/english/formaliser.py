@@ -429,6 +429,19 @@ def lex(text: str) -> list[Token]:
             previous_kind = "TIMES"
             i += 1
             continue
+        if (at_sentence_start and raw.kind == "word" and raw.key == "after"
+                and i + 2 < len(raws) and _is_number(raws[i + 1])
+                and raws[i + 2].kind == "word" and raws[i + 2].key not in lexicon.PHRASES):
+            # "After three failed logins, lock the account": at the third one
+            count = raws[i + 1]
+            value = (lexicon.NUMBER_WORDS.get(count.key) if count.kind == "word"
+                     else _number(count.text))
+            tokens.append(Token("TRIGGER", raw.text, raw.start))
+            tokens.append(Token("NTH", count.text, count.start))
+            tokens.append(Token("NUM", count.text, count.start, value))
+            previous_kind = "NUM"
+            i += 2
+            continue
         if at_sentence_start and raw.kind == "word" and raw.key == "once":
             # "Once the session is closed, ...": from then on.
             emitted.append(Token("AFTER", raw.text, raw.start))
@@ -1017,7 +1030,7 @@ class AlwaysRule:
 
 COUNTS = frozenset({"at_most", "at_least", "exactly", "more_than", "fewer_than"})
 TEMPORAL = frozenset({"ALWAYS", "EVENTUALLY", "LATER", "NEXT_STEP", "IN_A_ROW", "PREVIOUSLY",
-                      "within", "within_next", "AT_END", "AT_START"}) | COUNTS
+                      "within", "within_next", "AT_END", "AT_START", "nth"}) | COUNTS
 # The last step of a session: no step follows it.
 LAST_STEP = WX(fm.FALSE)
 NEGATIONS = frozenset({"NOT", "NEVER", "FORBIDDEN"})
@@ -1185,6 +1198,9 @@ class _Tree(Transformer):
 
     def within_next(self, c):
         return self._mod(c, "within_next")
+
+    def nth(self, c):
+        return self._mod(c, "nth")
 
     def at_most(self, c):
         return self._mod(c, "at_most")
@@ -1669,6 +1685,9 @@ class _Reader:
                 f = Y(O(f)) if how == "strict" else O(f)
             elif t.name == "NEXT_STEP":
                 f = X(f)
+            elif t.name == "nth" and 2 <= _bound(t, 2) <= 5:
+                # "after three failed logins", "a second time": the Nth one, at this step
+                f = And(f, Y(_past_at_least(f, _bound(t, 2) - 1)))
             elif t.name == "at_least" and _bound(t, 1) <= 5:
                 # "only after at least two interviews have been logged": so many up to now
                 f = _past_at_least(f, _bound(t, 1))

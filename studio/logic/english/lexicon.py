@@ -255,6 +255,10 @@ _add("EVENTUALLY", "before wrapping up", "before finishing", "before signing off
      "before ending", "before closing out", "before it finishes", "before it ends",
      "before handing off", "before finishing up", "before the end of it")
 _add("DURING", "during")
+# "if the customer shows frustration a second time": at the second one
+for _n, _word in ((2, "second"), (3, "third"), (4, "fourth"), (5, "fifth")):
+    _add(f"NTH NUM={_n}", f"a {_word} time", f"for a {_word} time", f"for the {_word} time",
+         f"the {_word} time")
 # "From the moment a freeze is announced until it is lifted, ...": after it, until
 _add("AFTER", "from the moment", "from the moment that", "from the time", "from the time that",
      "from the point", "from the point that", "from the point at which", "starting when",
