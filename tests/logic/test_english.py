@@ -831,3 +831,16 @@ def test_a_trigger_can_be_the_nth_occurrence(text, expected):
     vocabulary = _Vocabulary({"login_failed", "tool_call:lock_account", "frustration_detected",
                               "tool_call:handoff_to_human"})
     assert _among(expected, formalise(text, vocabulary=vocabulary))
+
+
+def test_a_greeting_opens_no_rule_and_a_rule_that_bans_its_own_trigger_is_not_offered():
+    vocabulary = _Vocabulary({"tool_call:refund", "tool_call:close_account", "user_confirmed"})
+    assert _among("G (tool_call:refund -> WX G !tool_call:refund)",
+                  formalise("Folks, never refund twice.", vocabulary=vocabulary))
+    answer = formalise("Hey team, if a customer asks to close their account, get an explicit "
+                       "confirmation from them before you actually call close_account.",
+                       vocabulary=vocabulary)
+    assert all(not (r.formula.op == "G" and r.formula.args[0].op == "implies"
+                    and r.formula.args[0].args[0] == parse("tool_call:close_account")
+                    and "!tool_call:close_account W" in r.text) for r in answer.readings), \
+        [r.text for r in answer.readings]

@@ -186,6 +186,10 @@ _HEADING_WORDS = frozenset({"note", "notes", "reminder", "hazard", "rule", "requ
                             "spec", "story", "finding", "observation", "criterion",
                             "criteria", "acceptance", "expected", "qa", "check", "test"})
 _SOURCE_WORDS = ("per", "according")
+_GREETINGS = frozenset({"hey team", "hey", "folks", "team", "hi team", "hi all", "all",
+                        "everyone", "heads up", "reminder", "quick reminder", "friendly reminder",
+                        "fyi", "note", "please note", "important", "guys", "hey folks",
+                        "hello team", "ok", "okay", "so"})
 # An identifier: "PAY-412", "H-2", "SUP-203", "R12".
 _IDENTIFIER = re.compile(r"^[A-Za-z]{1,6}-?\d+(?:\.\d+)*$")
 
@@ -199,6 +203,8 @@ def _heading_end(raws: list[_Raw], i: int) -> int:
         raw = raws[j]
         if raw.text in (":", ",") and j > i:
             head = raws[i:j]
+            if raw.text == "," and " ".join(r.key for r in head) in _GREETINGS:
+                return j + 1        # "Hey team, ...", "Folks, ..."
             if raw.text == "," and (head[0].key not in _SOURCE_WORDS or len(head) > 4
                                     or j + 1 >= len(raws)):
                 return 0
@@ -3117,9 +3123,10 @@ def _answer(read: list, vocabulary, engine: str, english: str = "") -> Formalisa
         kept = []
     if not kept and impossible:
         return Formalisation(None, "", (), (), "Every reading of this rule needs two tool calls "
-                             "(or two speakers) at one step, which no log has: the words were "
-                             "not taken apart the way they were meant; split the sentence into "
-                             "one rule each", engine=engine)
+                             "(or two speakers) at one step, which no log has, or forbids the "
+                             "very event that triggers it: the words were not taken apart the "
+                             "way they were meant; split the sentence into one rule each, or "
+                             "name the events in quotes", engine=engine)
     if not kept:
         return Formalisation(None, "", (), (), "Every reading of this rule holds on every "
                              "session, or on none: the words were not taken apart the way they "
@@ -3148,8 +3155,16 @@ def _answer(read: list, vocabulary, engine: str, english: str = "") -> Formalisa
 
 def _two_events_at_one_step(f: Formula) -> bool:
     """Whether ``f`` joins two different tool calls, or two roles, with "and" at one step: one
-    step is one event, so such a part never holds (or its negation always does)."""
+    step is one event, so such a part never holds (or its negation always does); or bans the
+    very event that triggers it from that step on (``G (a -> !a W x)``: the trigger and the
+    banned event were grounded onto one entry)."""
     for g in f.subformulas():
+        if g.op == "implies" and g.args[0].op == "atom":
+            banned = g.args[1]
+            if banned.op in ("W", "U"):
+                banned = banned.args[0]
+            if banned.op == "not" and banned.args[0] == g.args[0]:
+                return True
         if g.op == "and":
             calls = {a.name for a in g.args if a.op == "atom" and a.name.startswith("tool_call:")}
             roles = {a.name for a in g.args if a.op == "atom" and a.name.startswith("role:")}
