@@ -296,3 +296,44 @@ def test_personal_data_is_pii_and_an_agents_blame_is_said_to_the_customer():
                        "LLM API.", vocabulary, "G !(tool_call:call_external_llm & contains_pii)")
     assert has_reading("Agents must never blame the customer.", vocabulary,
                        "G !(role:assistant & blames_customer)")
+
+
+# ---------------------------------------------------------------------------------------------
+# What the other phrases of the rule name; quoted words that name a label
+
+
+def test_a_quoted_word_names_the_label_the_logs_put_on_it():
+    desk = vocab({"hold_requested", "continue_requested", "tool_call:place_order", "role:user"})
+    rule = "Between the user saying 'hold' and saying 'continue', the agent must not place any order."
+    found = readings(rule, desk)
+    assert any(same(f, "G (hold_requested -> !tool_call:place_order W continue_requested)")
+               for f in found)
+    # the label has more words than were quoted: the quoted word itself is offered too
+    assert any("hold" in atoms_of(f) for f in found)
+
+
+def test_the_response_is_not_the_trigger_own_event_when_its_words_name_another():
+    books = vocab({"tool_call:pay_invoice", "tool_call:archive_record"})
+    found = readings("Whenever an invoice is paid, the agent must archive it within 2 steps.",
+                     books)
+    assert any(same(f, "G (tool_call:pay_invoice -> F[0,2] tool_call:archive_record)")
+               for f in found)
+    assert not any(same(f, f"G (tool_call:pay_invoice -> F[{k},2] tool_call:pay_invoice)")
+                   for f in found for k in (0, 1))
+
+
+def test_a_repeated_event_stays_the_trigger_own_event():
+    shop = vocab({"tool_call:issue_refund", "tool_call:lookup_order"})
+    found = readings("Once a refund has been issued, another refund must not be issued.", shop)
+    assert any(same(f, "G (tool_call:issue_refund -> WX G !tool_call:issue_refund)")
+               for f in found)
+    assert all("tool_call:lookup_order" not in atoms_of(f) for f in found)
+
+
+def test_phrases_at_one_step_name_one_call():
+    claims = vocab({"tool_call:pay_refund", "tool_call:get_refund", "manager_approved"},
+                   {"output.args.amount": "number"})
+    found = readings("Refunds over $500 need a manager's approval before payout.", claims)
+    assert any(same(f, "G (tool_call:pay_refund & output.args.amount > 500 -> O manager_approved)")
+               for f in found)
+    assert all("tool_call:get_refund" not in atoms_of(f) for f in found)

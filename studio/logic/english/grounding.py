@@ -834,7 +834,15 @@ def ground(f: Formula, invented: list[str], vocabulary, words_left: str = "drop"
     renamed: dict[str, str] = {}
     changed: dict[str, Formula] = {}
     partial: set[str] = set()
+    every_atom = atoms
+    # One step is one event: phrases joined at one step name one event, phrases at different
+    # places of the rule (a trigger and its response) name different ones.
+    present = {g.name for g in f.subformulas() if g.op == "atom"}
+    best_of = ({n: ground_atom(n, atoms) for n in invented if n not in atoms and n in present}
+               if atoms else {})
+    same_step = _same_step(f)
     for name in invented:
+        atoms = every_atom
         phrase = name.replace("_", " ")
         if name in atoms:
             mapping.append(Grounding(phrase, name, True))
@@ -842,6 +850,16 @@ def ground(f: Formula, invented: list[str], vocabulary, words_left: str = "drop"
         context = (quoted or {}).get(name)
         if context is not None:
             value = _quoted_value(name, context, atoms, paths)
+            said = _quoted_label(name, atoms) if value is None else None
+            if said is not None:
+                # "between the executive saying 'pause' and saying 'resume'": the quoted word
+                # names the label the logs put on it (``pause_requested``); the label has
+                # more words than were quoted, so the quoted word itself is offered beside it
+                partial.add("loose")
+                if words_left != "invent":
+                    mapping.append(Grounding(f"“{name}”", said, True))
+                    changed[name] = fm.Atom(said)
+                    continue
             if value is not None:
                 mapping.append(Grounding(f"{context.replace('_', ' ')} “{name}”", value.text,
                                          True))
@@ -849,6 +867,14 @@ def ground(f: Formula, invented: list[str], vocabulary, words_left: str = "drop"
             else:
                 mapping.append(Grounding(phrase, name, False))
             continue
+        excluded = _named_elsewhere(name, best_of, same_step.get(name, set()), atoms)
+        if excluded:
+            # the entry this phrase matched is what another phrase of the rule names, at
+            # another place of it ("whenever a file is deleted, the agent must log it": the
+            # logging is not the deletion), or one the phrase fits no better than the event
+            # it is joined with at one step ("claims over $10,000 ... before payout")
+            atoms = atoms - excluded
+            partial.add("loose")
         calls = sorted(a for a in atoms if a.startswith("tool_call:"))
         call = ground_atom(name, calls) if calls else None
         spoken = _speaker(name, atoms) if call is None or _tells_about(name, call) else None
@@ -1030,6 +1056,7 @@ def ground(f: Formula, invented: list[str], vocabulary, words_left: str = "drop"
                 continue
         mapping.append(Grounding(phrase, grounded.text, True))
         changed[name] = grounded
+    atoms = every_atom
     path_renamed: dict[str, str] = {}
 
     def visit(g: Formula) -> Formula:
@@ -1067,6 +1094,66 @@ def ground(f: Formula, invented: list[str], vocabulary, words_left: str = "drop"
         return fm.rebuild(g, tuple(visit(a) for a in g.args))
 
     return visit(f), mapping, partial
+
+
+def _same_step(f: Formula) -> dict[str, set[str]]:
+    """For each atom of ``f``, the atoms joined with it by "and" at one step."""
+    out: dict[str, set[str]] = {}
+    for g in f.subformulas():
+        if g.op != "and":
+            continue
+        names = {a.name for a in g.args if a.op == "atom"}
+        for n in names:
+            out.setdefault(n, set()).update(names - {n})
+    return out
+
+
+def _named_elsewhere(name: str, best_of: dict, siblings: set, atoms) -> set[str]:
+    """The entries a phrase should not be grounded on, by what the other phrases of its rule
+    name: one a phrase at another place names in full, when the words the entry leaves over
+    name another entry ("the agent must log it" after "a file is deleted" is
+    ``tool_call:write_log``, not ``tool_call:delete_file`` again: ``G (a -> F a)`` is almost
+    never meant); and, beside a phrase joined with it at one step (one step is one event), the
+    calls that fit it no better than the call that phrase names ("claims over $10,000 ...
+    before payout": ``tool_call:pay_claim``, not ``tool_call:get_claim``)."""
+    best = best_of.get(name)
+    if best is None:
+        return set()
+    words = words_of(name)
+    phrase = set(words)
+    for sibling in siblings:
+        other = best_of.get(sibling)
+        if (other is None or other == best or not other.startswith("tool_call:")
+                or not best.startswith("tool_call:")):
+            continue
+        fit = _score(words, words_of(other))
+        if fit is not None and fit == _score(words, words_of(best)):
+            return {a for a in atoms if a.startswith("tool_call:") and a != other
+                    and _score(words, words_of(a)) == fit}
+    claimed = {b for n, b in best_of.items() if b is not None and n != name
+               and n not in siblings and set(words_of(b)) <= set(words_of(n))}
+    if best not in claimed:
+        return set()
+    if not words_of(best) or words_of(best)[0] in phrase:
+        # the phrase says the entry's own action, or its head ("a refund gone through"):
+        # only a phrase that names what the entry acts on, not the entry's verb, is taken
+        # for another event ("log it" after "a file is deleted")
+        return set()
+    left = phrase - set(words_of(best))
+    alternative = ground_atom(name, atoms - {best})
+    if (alternative is not None and alternative not in claimed
+            and set(words_of(alternative)) & left):
+        return {best}
+    return set()
+
+
+def _quoted_label(word: str, atoms) -> str | None:
+    """The label (neither a call nor a role) a quoted word names by its own words ("saying
+    'pause'" -> ``pause_requested``), when exactly one does."""
+    labels = [a for a in atoms if not a.startswith(("tool_call:", "role:"))]
+    said = set(words_of(word))
+    named = [a for a in labels if said and said <= set(words_of(a))]
+    return named[0] if len(named) == 1 else None
 
 
 def _quoted_value(value: str, context: str, atoms, paths) -> Formula | None:
