@@ -844,3 +844,11 @@ def test_a_greeting_opens_no_rule_and_a_rule_that_bans_its_own_trigger_is_not_of
                     and r.formula.args[0].args[0] == parse("tool_call:close_account")
                     and "!tool_call:close_account W" in r.text) for r in answer.readings), \
         [r.text for r in answer.readings]
+
+
+def test_a_rule_that_answers_its_trigger_with_itself_is_not_offered():
+    answer = formalise("Whenever a payment is declined, the payment decline must be logged "
+                       "within 2 steps.", vocabulary=_Vocabulary({"payment_declined"}))
+    assert all("payment_declined -> F" not in r.text for r in answer.readings)
+    if not answer.ok:
+        assert "triggers it" in answer.message

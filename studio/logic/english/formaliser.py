@@ -3123,10 +3123,11 @@ def _answer(read: list, vocabulary, engine: str, english: str = "") -> Formalisa
         kept = []
     if not kept and impossible:
         return Formalisation(None, "", (), (), "Every reading of this rule needs two tool calls "
-                             "(or two speakers) at one step, which no log has, or forbids the "
-                             "very event that triggers it: the words were not taken apart the "
-                             "way they were meant; split the sentence into one rule each, or "
-                             "name the events in quotes", engine=engine)
+                             "(or two speakers) at one step, which no log has, or forbids or "
+                             "calls for the very event that triggers it: the words were not "
+                             "taken apart, or matched to the logs, the way they were meant; "
+                             "split the sentence into one rule each, or name the events in "
+                             "quotes", engine=engine)
     if not kept:
         return Formalisation(None, "", (), (), "Every reading of this rule holds on every "
                              "session, or on none: the words were not taken apart the way they "
@@ -3156,14 +3157,21 @@ def _answer(read: list, vocabulary, engine: str, english: str = "") -> Formalisa
 def _two_events_at_one_step(f: Formula) -> bool:
     """Whether ``f`` joins two different tool calls, or two roles, with "and" at one step: one
     step is one event, so such a part never holds (or its negation always does); or bans the
-    very event that triggers it from that step on (``G (a -> !a W x)``: the trigger and the
-    banned event were grounded onto one entry)."""
+    very event that triggers it from that step on (``G (a -> !a W x)``), or answers it with
+    itself (``G (a -> F a)``): the trigger and the other event were grounded onto one entry."""
     for g in f.subformulas():
         if g.op == "implies" and g.args[0].op == "atom":
             banned = g.args[1]
             if banned.op in ("W", "U"):
                 banned = banned.args[0]
             if banned.op == "not" and banned.args[0] == g.args[0]:
+                return True
+            # "whenever a payment is declined, tell the customer within two steps" read as
+            # the decline calling for another decline: the response grounded onto the trigger
+            due = g.args[1]
+            while due.op in ("X", "F", "F[]"):
+                due = due.args[0]
+            if due is not g.args[1] and due == g.args[0]:
                 return True
         if g.op == "and":
             calls = {a.name for a in g.args if a.op == "atom" and a.name.startswith("tool_call:")}
