@@ -337,3 +337,45 @@ def test_phrases_at_one_step_name_one_call():
     assert any(same(f, "G (tool_call:pay_refund & output.args.amount > 500 -> O manager_approved)")
                for f in found)
     assert all("tool_call:get_refund" not in atoms_of(f) for f in found)
+
+
+# ---------------------------------------------------------------------------------------------
+# Comparisons: what a field measures the age of, its latest value; days named as values
+
+ORDERS = vocab({"tool_call:waive_late_fee", "tool_call:place_order"},
+               {"output.args.order_age_hours": "number", "output.args.order_id": "string"})
+
+
+def test_a_thing_made_hours_ago_is_the_age_field_not_an_event():
+    rule = "Late fees may be waived only if the order was placed less than 48 hours ago."
+    found = readings(rule, ORDERS)
+    assert any(same(f, "G (tool_call:waive_late_fee -> output.args.order_age_hours < 48)")
+               for f in found)
+    assert all("tool_call:place_order" not in atoms_of(f) for f in found)
+
+
+def test_the_latest_reading_is_the_last_value_shown():
+    bank = vocab({"tool_call:approve_loan", "tool_call:get_credit_score"},
+                 {"data.credit_score": "number"})
+    found = readings("A loan may be approved only if the latest credit score is above 600.",
+                     bank)
+    assert any(same(f, "G (tool_call:approve_loan -> "
+                       "!(data.credit_score <= 600) S data.credit_score > 600)") for f in found)
+
+
+def test_contacting_someone_is_the_call_that_sends_them_a_message():
+    crm = vocab({"customer_unsubscribed", "tool_call:send_customer_message",
+                 "tool_call:lookup_customer"})
+    found = readings("Once a customer unsubscribes, the agent must not contact them again.", crm)
+    assert any(same(f, "G (customer_unsubscribed -> G !tool_call:send_customer_message)")
+               for f in found)
+    # a guess: the invented atom is offered beside it
+    assert len(found) > 1
+
+
+def test_a_weekday_is_the_value_of_the_day_field():
+    ci = vocab({"tool_call:release_build", "tool_call:run_tests"},
+               {"data.weekday": "string", "output.args.branch": "string"})
+    found = readings("No releases on Sundays.", ci)
+    assert any(same(f, 'G !(tool_call:release_build & data.weekday == "Sunday")') for f in found)
+    assert not any('"sundays"' in f.text for f in found)

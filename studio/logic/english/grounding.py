@@ -537,6 +537,15 @@ def _ground_rest(rest: list[str], atoms, paths, main: str = "", name: str = "",
         if field and field <= set(negated) and not field & used:
             parts.append(fm.Compare(("path", candidate), "==", ("const", not flipped)))
             used |= field | {"un" + w for w in field}
+    for word in rest:
+        when = _CALENDAR.get(word)
+        fields = [p for p in sorted(paths) if when and "string" in _path_type(paths[p])
+                  and set(p.rsplit(".", 1)[-1].lower().split("_")) & _CALENDAR_FIELDS[when[1]]]
+        if len(fields) == 1:
+            # "no deploys on Fridays": a day of the week is the value of the field that names
+            # the day, written as a name is ("Friday")
+            parts.append(fm.Compare(("path", fields[0]), "==", ("const", when[0])))
+            used |= {word}
     if not main.startswith("tool_call:"):
         return fm.And(*parts) if parts else None
     strings = sorted(p for p in paths if "string" in _path_type(paths[p]))
@@ -602,6 +611,15 @@ def _ground_rest(rest: list[str], atoms, paths, main: str = "", name: str = "",
         if value is not None:
             parts.append(fm.Compare(("path", path), "==", ("const", value)))
     return fm.And(*parts) if parts else None
+
+
+_DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
+           "September", "October", "November", "December")
+# A day's or month's name, by its stem, and the words of a field that holds it.
+_CALENDAR = {**{_stem(d.lower()): (d, "day") for d in _DAYS},
+             **{_stem(m.lower()): (m, "month") for m in _MONTHS if m != "May"}}
+_CALENDAR_FIELDS = {"day": {"weekday", "day", "dow", "wday"}, "month": {"month"}}
 
 
 # Arguments that say what kind of thing a call acts on: a word before the thing's noun is their
@@ -931,6 +949,15 @@ def ground(f: Formula, invented: list[str], vocabulary, words_left: str = "drop"
         grounded, leftover = ground_phrase(name, atoms, paths) if atoms else (None, [])
         if grounded is None and paths:
             grounded = change
+        if grounded is None and _contact_call(name, calls) is not None:
+            # "the agent must not contact them again": the one call that sends someone a
+            # message; a guess, so the invented atom is offered beside it
+            partial.add("loose")
+            if words_left != "invent":
+                contact = _contact_call(name, calls)
+                mapping.append(Grounding(phrase, contact, True))
+                changed[name] = fm.Atom(contact)
+                continue
         if grounded is None and _tool_result(name, atoms):
             # "every shell command must be followed by its result": the tool's message
             mapping.append(Grounding(phrase, "role:tool", True))
@@ -1087,13 +1114,94 @@ def ground(f: Formula, invented: list[str], vocabulary, words_left: str = "drop"
                         path_renamed[left[1]] = target
                         mapping.append(Grounding(left[1].removeprefix("data.").replace("_", " "),
                                                  target, True))
-                    return fm.Compare((left[0], target), c.op, c.right)
+                    compare = fm.Compare((left[0], target), c.op, c.right)
+                    if left[0] == "path" and _latest(left[1]) and c.op in _OPPOSITE_OP:
+                        # "the latest battery reading is above 50%": the last step that shows
+                        # the value showed it above 50, whatever the steps since show
+                        other = fm.Compare(("path", target), _OPPOSITE_OP[c.op], c.right)
+                        return fm.S(fm.Not(other), compare)
+                    return compare
             return g
+        if g.op == "and" and paths:
+            subjects = _compared_subjects(g, invented, every_atom, paths)
+            if subjects:
+                # "the booking was made less than 24 hours ago": the phrase names what the
+                # compared field measures the age of (``booking_age_hours``), not an event
+                for a in subjects:
+                    mapping[:] = [m for m in mapping
+                                  if m.phrase != a.name.replace("_", " ")]
+                return fm.And(*[visit(a) for a in g.args if a not in subjects])
         if not g.args:
             return g
         return fm.rebuild(g, tuple(visit(a) for a in g.args))
 
     return visit(f), mapping, partial
+
+
+_OPPOSITE_OP = {">": "<=", "<": ">=", ">=": "<", "<=": ">", "==": "!=", "!=": "=="}
+
+
+def _latest(path: str) -> bool:
+    """Whether a compared field is named as its latest value ("the latest battery reading",
+    "the most recent score")."""
+    raw = [w.lower() for w in re.split(r"[_.\s]+", path.removeprefix("data."))]
+    return "latest" in raw or any(a == "most" and b == "recent" for a, b in zip(raw, raw[1:]))
+
+
+# Words that say a comparison measures how old something is ("made less than 24 hours ago").
+_AGE_WORDS = frozenset({"ago", "old", "age", "since"})
+_AGE_FIELD_WORDS = frozenset(_stem(w) for w in ("age", "hours", "days", "minutes", "mins",
+                                                 "seconds", "secs", "elapsed", "since", "old"))
+
+
+def _compared_subjects(g: Formula, invented, atoms, paths) -> list[Formula]:
+    """The invented atoms of a conjunction that only name what a compared field measures the
+    age of: the phrase says "ago" (or "old"), the field's name is an age, and every other
+    word of the phrase that is neither a generic verb nor a participle is a word of the
+    field's name."""
+    fields = []
+    for c in (a.payload for a in g.args if a.op == "cmp"):
+        if c.left[0] in ("path", "prev"):
+            target = ground_path(c.left[1], _const(c.right), paths)
+            if target is not None:
+                fields.append(set(words_of(target.rsplit(".", 1)[-1])))
+    fields = [f for f in fields if f & _AGE_FIELD_WORDS]
+    out = []
+    for a in g.args:
+        if a.op != "atom" or a.name not in invented or a.name in atoms:
+            continue
+        raw = {w.lower() for w in re.split(r"[_\s]+", a.name) if w}
+        # (nor the participle that says how it came about: "placed", "made", "opened")
+        done = {_STEMMED_SYNONYMS.get(_stem(w), _stem(w)) for w in raw if _participle(w)}
+        words = (set(words_of(a.name)) - _STEMMED_GENERIC - {_stem(w) for w in _AGE_WORDS}
+                 - done)
+        if raw & _AGE_WORDS and words and any(words <= f for f in fields):
+            out.append(a)
+    return out
+
+
+def _participle(word: str) -> bool:
+    from .lexicon import IRREGULAR_PARTICIPLES
+    return word in IRREGULAR_PARTICIPLES or (len(word) > 4 and word.endswith("ed"))
+
+
+# Verbs of getting in touch with someone: a call that sends them a message.
+_CONTACTING = frozenset({"contact", "contacts", "contacted", "contacting", "message",
+                         "messages", "messaged", "messaging", "reach", "reaches", "reached",
+                         "reaching", "text", "texts", "texted", "texting", "ping", "pinged"})
+_MESSAGE_WORDS = frozenset(_stem(w) for w in ("message", "email", "sms", "text", "mail",
+                                               "notification", "chat"))
+
+
+def _contact_call(name: str, calls) -> str | None:
+    """``tool_call:send_participant_message`` for "contact them again": the one call of the
+    logs that sends someone a message, when the phrase only says it gets in touch."""
+    raw = [w.lower() for w in re.split(r"[_\s]+", name) if w]
+    if not set(raw) & _CONTACTING:
+        return None
+    sending = [c for c in calls if _stem("send") in words_of(c)
+               and set(words_of(c)) & _MESSAGE_WORDS]
+    return sending[0] if len(sending) == 1 else None
 
 
 def _same_step(f: Formula) -> dict[str, set[str]]:
