@@ -379,3 +379,43 @@ def test_a_weekday_is_the_value_of_the_day_field():
     found = readings("No releases on Sundays.", ci)
     assert any(same(f, 'G !(tool_call:release_build & data.weekday == "Sunday")') for f in found)
     assert not any('"sundays"' in f.text for f in found)
+
+
+# ---------------------------------------------------------------------------------------------
+# Words: outcomes, nouns of verbs, specific words for generic verbs, tool use
+
+
+def test_passing_a_check_is_the_entry_that_says_it_went_well():
+    shop = vocab({"tool_call:ship_order", "identity_verified", "identity_failed", "role:user"})
+    found = readings("No order ships until the customer has passed the identity check.", shop)
+    assert any(same(f, "!tool_call:ship_order W identity_verified") for f in found)
+    assert all("identity_failed" not in atoms_of(f) for f in found)
+
+
+def test_short_forms_of_die_are_the_logs_death():
+    game = vocab({"hero_died", "tool_call:buy_potion", "role:tool"})
+    found = readings("Once the hero dies, no potion may be bought.", game)
+    assert any(same(f, "G (hero_died -> G !tool_call:buy_potion)") for f in found)
+
+
+def test_a_noun_and_its_verb_are_one_word():
+    desk = vocab({"tool_call:issue_refund", "complaint_logged", "role:user"})
+    found = readings("Refunds are not issued unless the customer has complained.", desk)
+    assert any(same(f, "G (!complaint_logged -> !tool_call:issue_refund)") for f in found)
+    grid = vocab({"tool_call:override_price", "tool_call:restore_price"})
+    found = readings("Every price override must be reverted within 5 steps.", grid)
+    assert any(same(f, "G (tool_call:override_price -> F[0,5] tool_call:restore_price)")
+               for f in found)
+
+
+def test_a_specific_word_for_a_generic_verb_names_the_call():
+    bank = vocab({"tool_call:send_money", "tool_call:get_balance"},
+                 {"output.args.amount": "number"})
+    found = readings("No wire over 5,000 goes out.", bank)
+    assert any(same(f, "G !(tool_call:send_money & output.args.amount > 5000)") for f in found)
+
+
+def test_calling_tools_is_the_tools_messages_when_no_call_is_named():
+    found = readings("When the user asks to stop, the agent must stop calling tools.",
+                     vocab({"stop_requested", "role:tool"}))
+    assert any(same(f, "G (stop_requested -> G !role:tool)") for f in found)

@@ -62,6 +62,9 @@ _SYNONYMS = {
     "trade": "order",
     "commit": "commit",
     "payout": "pay", "disburse": "pay", "disbursement": "pay",
+    # a noun and its verb, spelled apart
+    "signature": "sign", "countersignature": "countersign", "complaint": "complain",
+    "revert": "restore", "reversion": "restore",
     # abbreviations the logs' names use for a word the English spells out
     "acknowledge": "ack", "acknowledgement": "ack", "acknowledgment": "ack",
     "authorization": "auth", "authorisation": "auth", "authorize": "auth",
@@ -90,7 +93,9 @@ _IRREGULAR = {"going": "go", "goes": "go", "went": "go", "gone": "go", "sent": "
               "withdrew": "withdraw", "thrown": "throw", "threw": "throw", "driven": "drive",
               "drove": "drive", "begun": "begin", "began": "begin", "broken": "break",
               "broke": "break", "forgotten": "forget", "hidden": "hide", "frozen": "freeze",
-              "froze": "freeze", "stolen": "steal", "spoken": "speak", "told": "tell"}
+              "froze": "freeze", "stolen": "steal", "spoken": "speak", "told": "tell",
+              # too short for the suffix rules
+              "died": "die", "dies": "die", "dying": "die"}
 
 
 def _stem(word: str) -> str:
@@ -170,12 +175,13 @@ class Grounding:
         return {"phrase": self.phrase, "atom": self.atom, "grounded": self.grounded}
 
 
-def _score(phrase: list[str], entry: list[str]) -> tuple | None:
+def _score(phrase: list[str], entry: list[str], specific: frozenset = frozenset()) -> tuple | None:
     if not entry or not phrase:
         return None
     shared = [w for w in entry if w in phrase]
     coverage = len(set(shared)) / len(set(entry))
-    meaningful = [w for w in shared if w not in _STEMMED_GENERIC]
+    # (a generic verb the phrase says by a specific word, "a transfer goes out", means more)
+    meaningful = [w for w in shared if w not in _STEMMED_GENERIC or w in specific]
     precision = len(set(shared)) / len(set(phrase))
     if coverage >= 0.5 and precision == 1:
         meaningful = meaningful or shared     # the phrase is all in the entry ("send" alone)
@@ -347,10 +353,14 @@ def ground_ties(name: str, vocabulary_atoms) -> list[str]:
     best: list[str] = []
     best_score = None
     said = {w.lower() for w in re.split(r"[_\s\-]+", name) if w}
+    specific = frozenset(_STEMMED_SYNONYMS[_stem(w)] for w in said
+                         if _STEMMED_SYNONYMS.get(_stem(w), _stem(w)) in _STEMMED_GENERIC
+                         and _stem(w) not in _STEMMED_GENERIC
+                         and _STEMMED_SYNONYMS.get(_stem(w)) not in (None, _stem(w)))
     for candidate in sorted(vocabulary_atoms):
         if not _role_fits(phrase, candidate):
             continue
-        score = _score(phrase + _spelled_out(said, candidate), words_of(candidate))
+        score = _score(phrase + _spelled_out(said, candidate), words_of(candidate), specific)
         if score is None:
             continue
         if best_score is None or score > best_score:
@@ -375,6 +385,16 @@ def ground_ties(name: str, vocabulary_atoms) -> list[str]:
     return best
 
 
+# Words that say how something turned out, well or badly.
+_OUTCOME_SIDE = {**{w: True for w in ("pass", "passes", "passed", "passing", "succeed",
+                                      "succeeds", "succeeded", "success", "successful",
+                                      "successfully", "verified", "approved", "cleared",
+                                      "accepted", "valid")},
+                 **{w: False for w in ("fail", "fails", "failed", "failing", "failure",
+                                       "rejected", "declined", "denied", "invalid", "error",
+                                       "errored")}}
+
+
 # Particles that words_of leaves out ("switch on", "lights off") but that tell two entries
 # apart: ``tool_call:switch_on`` and ``tool_call:switch_off`` have the same words otherwise.
 _PARTICLES = frozenset({"on", "off", "up", "down", "in", "out"})
@@ -395,6 +415,15 @@ def _closest_ties(name: str, tied: list[str]) -> list[str]:
         closer = [t for t in tied if parts[t] and parts[t] <= said]
         if closer:
             tied = closer
+    polarity = {_OUTCOME_SIDE[w] for w in raw if w in _OUTCOME_SIDE}
+    if len(polarity) == 1:
+        # "the customer has passed the check": the entry that says it went well, not the one
+        # that says it failed (``otp_verified``, not ``otp_failed``)
+        side = polarity.pop()
+        agree = [t for t in tied if not any(_OUTCOME_SIDE.get(w, side) != side
+                                            for w in re.split(r"[_:\s]+", t.lower()))]
+        if agree:
+            tied = agree
     own = {_stem(w) for w in raw}
 
     def literal(t: str) -> int:
@@ -908,6 +937,13 @@ def ground(f: Formula, invented: list[str], vocabulary, words_left: str = "drop"
             grounded = fm.Or(*[fm.Atom(a) for a in calls])
             mapping.append(Grounding(phrase, grounded.text, True))
             changed[name] = grounded
+            continue
+        if (not calls and "role:tool" in atoms and not words_of(name)
+                and re.search(r"(^|_)tools?(_|$)", name.lower())):
+            # "the agent must stop calling tools" when the logs record no call by name: the
+            # tools' messages are what a call leaves in them
+            mapping.append(Grounding(phrase, "role:tool", True))
+            changed[name] = fm.Atom("role:tool")
             continue
         tied = ground_ties(name, atoms) if atoms else []
         if len(tied) > 1 and len({words_of(t)[0] for t in tied if words_of(t)}) > 1:
