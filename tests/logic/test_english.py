@@ -852,3 +852,11 @@ def test_a_rule_that_answers_its_trigger_with_itself_is_not_offered():
     assert all("payment_declined -> F" not in r.text for r in answer.readings)
     if not answer.ok:
         assert "triggers it" in answer.message
+
+
+def test_a_number_no_reading_uses_is_reported():
+    vocabulary = _Vocabulary({"tool_call:submit_bid"}, {"output.args.price_per_mwh": "number"})
+    answer = formalise("The operator shall not submit any bid priced above the market cap of "
+                       "1,000 per MWh.", vocabulary=vocabulary)
+    assert not answer.ok and "1,000" in answer.message
+    assert [w for w, _ in answer.unplaced] == ["1,000"]

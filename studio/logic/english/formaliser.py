@@ -2699,6 +2699,13 @@ class OfflineFormaliser:
             return self._fail(exc.message, exc.tokens)
         read = [(And(*formulas), reader)] + _other_readings(nodes, reader)
         answer = _answer(read, vocabulary, self.name, english)
+        lost = _numbers_no_reading_uses(tokens, answer)
+        if lost:
+            # "no bid priced above the market cap of 1,000": a reading without the 1,000 has
+            # lost the limit the rule is about
+            return self._fail("could not place " + _quote_words(lost) + ": no reading of the "
+                              "rule uses " + ("it" if len(lost) == 1 else "them") + "; put the "
+                              "number right after the comparison (above 1,000)", lost)
         if summary and answer.ok:
             said = ("the words before the colon are read as a summary of the rule after it"
                     if any(t.text == ":" for t in tokens) else
@@ -2835,6 +2842,24 @@ def _after_permission(tokens: list[Token]) -> list[Token] | None:
             or any(t.kind in ("NOT", "NEVER", "FORBIDDEN", "SEP") for t in head)):
         return None
     return [replace(t, kind="DROP") if k <= buts[0] else t for k, t in enumerate(tokens)]
+
+
+def _numbers_no_reading_uses(tokens: list[Token], answer: Formalisation) -> list[Token]:
+    """The numbers of the English (limits, thresholds: above 5, or with a fraction; a count
+    is written as the shape of the formula) that appear in no reading."""
+    if not answer.ok:
+        return []
+    printed = {float(x) for r in answer.readings
+               for x in re.findall(r"(?<![\w.])-?\d+(?:\.\d+)?", r.text)}
+    lost = []
+    for t in tokens:
+        if t.kind not in ("NUM", "VALUE") or not isinstance(t.value, (int, float)) \
+                or isinstance(t.value, bool):
+            continue
+        n = float(t.value)
+        if (n > 5 or n != int(n)) and n not in printed and n - 1 not in printed:
+            lost.append(t)
+    return lost
 
 
 def _after_colon(tokens: list[Token]) -> list[Token] | None:
