@@ -419,3 +419,43 @@ def test_calling_tools_is_the_tools_messages_when_no_call_is_named():
     found = readings("When the user asks to stop, the agent must stop calling tools.",
                      vocab({"stop_requested", "role:tool"}))
     assert any(same(f, "G (stop_requested -> G !role:tool)") for f in found)
+
+
+# ---------------------------------------------------------------------------------------------
+# Words again ("re-"), kinds of a thing, who is spoken to, pronouns that copy their antecedent
+
+
+def test_a_re_word_is_the_event_again():
+    school = vocab({"tool_call:cancel_class", "tool_call:send_reminder", "tool_call:book_class",
+                    "role:user"})
+    rule = "Class reminders must not be sent between a cancellation and the rebooking."
+    assert has_reading(rule, school, "G (tool_call:cancel_class -> "
+                                     "!tool_call:send_reminder W tool_call:book_class)")
+
+
+def test_the_kind_before_a_noun_names_the_call_first():
+    mail = vocab({"tool_call:send_welcome", "tool_call:send_email", "role:user"})
+    found = readings("At most one welcome email may be sent in a session.", mail)
+    assert any(same(f, "G (tool_call:send_welcome -> WX G !tool_call:send_welcome)")
+               for f in found)
+
+
+def test_stating_something_to_the_customer_is_the_assistant_speaking():
+    shop = vocab({"tool_call:place_order", "states_price", "role:assistant", "role:user"})
+    rule = "The agent should state the total price to the customer before placing the order."
+    assert has_reading(rule, shop, "!tool_call:place_order W (role:assistant & states_price)")
+
+
+def test_a_pronoun_antecedent_inside_a_phrase_does_not_name_it():
+    # "stop sending newsletters to them": "them" copies who asked, but the phrase's head is
+    # the sending, not the request again
+    news = vocab({"unsubscribe_requested", "tool_call:send_newsletter", "role:user"})
+    found = readings("Once someone has asked to unsubscribe, stop sending newsletters to them.",
+                     news)
+    assert any(same(f, "G (unsubscribe_requested -> G !tool_call:send_newsletter)")
+               for f in found)
+    promo = vocab({"cancellation_requested", "contains_promotion", "role:assistant",
+                   "tool_call:cancel_subscription"})
+    found = readings("Once someone has asked to cancel, stop pushing promotions at them.", promo)
+    assert not any(same(f, "G (cancellation_requested -> WX G !cancellation_requested)")
+                   for f in found)

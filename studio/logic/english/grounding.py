@@ -64,6 +64,7 @@ _SYNONYMS = {
     "payout": "pay", "disburse": "pay", "disbursement": "pay",
     # a noun and its verb, spelled apart
     "signature": "sign", "countersignature": "countersign", "complaint": "complain",
+    "cancellation": "cancel", "confirmation": "verify",
     "revert": "restore", "reversion": "restore",
     # abbreviations the logs' names use for a word the English spells out
     "acknowledge": "ack", "acknowledgement": "ack", "acknowledgment": "ack",
@@ -353,6 +354,14 @@ def ground_ties(name: str, vocabulary_atoms) -> list[str]:
     best: list[str] = []
     best_score = None
     said = {w.lower() for w in re.split(r"[_\s\-]+", name) if w}
+    for w in sorted(said):
+        # "the rebooking" is a booking again (``book_appointment``) when the logs name no
+        # rebooking
+        full = _STEMMED_SYNONYMS.get(_stem(w), _stem(w))
+        again = _STEMMED_SYNONYMS.get(_stem(w[2:]), _stem(w[2:]))
+        if (w.startswith("re") and len(w) >= 6 and full not in entry_words
+                and again in entry_words and w not in _SYNONYMS and full in phrase):
+            phrase = [again if x == full else x for x in phrase]
     specific = frozenset(_STEMMED_SYNONYMS[_stem(w)] for w in said
                          if _STEMMED_SYNONYMS.get(_stem(w), _stem(w)) in _STEMMED_GENERIC
                          and _stem(w) not in _STEMMED_GENERIC
@@ -436,6 +445,17 @@ def _closest_ties(name: str, tied: list[str]) -> list[str]:
         plain = [t for t in tied if set(words_of(t)) - phrase <= _STEMMED_GENERIC]
         if plain and len(plain) < len(tied):
             tied = plain
+    shared = set.intersection(*(set(words_of(t)) for t in tied)) if tied else set()
+    if len(tied) > 1 and shared and all(t.startswith("tool_call:") for t in tied):
+        # "reminder emails": a word before a noun names its kind, so of calls that do one
+        # thing (send) the one named by the kind (``send_reminder``) comes before the one
+        # named by the noun (``send_email``)
+        stems = words_of(name)
+
+        def first(t: str) -> int:
+            own = [k for k, w in enumerate(stems) if w in set(words_of(t)) - shared]
+            return min(own, default=len(stems))
+        tied = sorted(tied, key=first)
     return tied
 
 
@@ -1278,15 +1298,19 @@ def _named_elsewhere(name: str, best_of: dict, siblings: set, atoms) -> set[str]
                and n not in siblings and set(words_of(b)) <= set(words_of(n))}
     if best not in claimed:
         return set()
-    if not words_of(best) or words_of(best)[0] in phrase:
-        # the phrase says the entry's own action, or its head ("a refund gone through"):
-        # only a phrase that names what the entry acts on, not the entry's verb, is taken
-        # for another event ("log it" after "a file is deleted")
-        return set()
     left = phrase - set(words_of(best))
     alternative = ground_atom(name, atoms - {best})
-    if (alternative is not None and alternative not in claimed
-            and set(words_of(alternative)) & left):
+    if (alternative is None or alternative in claimed
+            or not set(words_of(alternative)) & left or not words_of(best)):
+        return set()
+    # Only when the phrase does not say the entry's own action ("log it" after "a file is
+    # deleted" names what the deletion acts on, not the deletion), or when its head names the
+    # other entry and the entry's words come after it ("stop pushing promotions at them",
+    # them being who asked to cancel); a phrase that says the entry's verb or starts with it
+    # is that entry again ("a refund gone through for an order" after "another refund").
+    first = {a: min((k for k, w in enumerate(words) if w in set(words_of(a))), default=99)
+             for a in (best, alternative)}
+    if words_of(best)[0] not in phrase or first[alternative] < first[best]:
         return {best}
     return set()
 
@@ -1325,7 +1349,8 @@ _SPEECH_ACTS = frozenset({"ask", "asks", "asking", "tell", "tells", "telling", "
                           "advise", "claim", "claims", "recommend", "recommends", "suggest",
                           "suggests", "tutor", "offer", "offers", "offered", "blame",
                           "blames", "apology", "apologies", "apologise", "apologize", "greet",
-                          "greeting", "agents", "insult", "insults", "threaten", "threatens"})
+                          "greeting", "agents", "insult", "insults", "threaten", "threatens",
+                          "state", "states", "stating"})
 # Phrases about what the other side does: "a dispute the customer raises" is not the agent's.
 _OTHER_SIDE = frozenset({"user", "users", "customer", "customers", "client", "clients",
                          "caller", "patient", "patients", "candidate", "candidates",
@@ -1348,8 +1373,9 @@ def said_by_agent(f: Formula, mapping: list[Grounding], english: str,
         return None
     def by_other_side(phrase: str) -> bool:
         # "a dispute the customer raises", not "ask the customer for their PIN"
+        # (nor "state the price to the customer": who is spoken to)
         words = phrase.lower().split()
-        return any(w in _OTHER_SIDE and (k == 0 or words[k - 1] not in _SPEECH_ACTS)
+        return any(w in _OTHER_SIDE and (k == 0 or words[k - 1] not in _SPEECH_ACTS | {"to"})
                    for k, w in enumerate(words))
 
     labels = {m.atom for m in mapping if m.grounded and m.atom in atoms and ":" not in m.atom
