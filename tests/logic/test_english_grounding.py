@@ -459,3 +459,24 @@ def test_a_pronoun_antecedent_inside_a_phrase_does_not_name_it():
     found = readings("Once someone has asked to cancel, stop pushing promotions at them.", promo)
     assert not any(same(f, "G (cancellation_requested -> WX G !cancellation_requested)")
                    for f in found)
+
+
+def test_giving_something_is_providing_it():
+    clinic = vocab({"dob_provided", "asks_dob", "role:assistant", "role:user"})
+    rule = "Once the patient has given their date of birth, the agent must not ask for it again."
+    found = readings(rule, clinic)
+    assert any(same(f, "G (dob_provided -> G !asks_dob)") for f in found)
+    assert not any(same(f, "G (asks_dob -> WX G !asks_dob)") for f in found)
+
+
+def test_commands_an_agent_runs_are_shell_commands():
+    shell = vocab({"tool_call:run_shell", "stop_requested", "role:user"})
+    found = readings("The agent must not run any commands after the user says stop.", shell)
+    assert any(same(f, "G (stop_requested -> G !tool_call:run_shell)") for f in found)
+
+
+def test_promotional_is_promo():
+    social = vocab({"minor_flagged", "tool_call:send_promo_email", "role:user"})
+    rule = "Once a user is flagged as a minor, no promotional emails may be sent to them."
+    found = readings(rule, social)
+    assert any(same(f, "G (minor_flagged -> G !tool_call:send_promo_email)") for f in found)

@@ -65,6 +65,8 @@ _SYNONYMS = {
     # a noun and its verb, spelled apart
     "signature": "sign", "countersignature": "countersign", "complaint": "complain",
     "cancellation": "cancel", "confirmation": "verify",
+    "provide": "give", "supply": "give", "promotional": "promo", "promotion": "promo",
+    "command": "shell",     # what an agent runs is a shell command (``run_shell``)
     "revert": "restore", "reversion": "restore",
     # abbreviations the logs' names use for a word the English spells out
     "acknowledge": "ack", "acknowledgement": "ack", "acknowledgment": "ack",
