@@ -480,3 +480,17 @@ def test_promotional_is_promo():
     rule = "Once a user is flagged as a minor, no promotional emails may be sent to them."
     found = readings(rule, social)
     assert any(same(f, "G (minor_flagged -> G !tool_call:send_promo_email)") for f in found)
+
+
+def test_one_label_said_by_two_sides_is_told_apart_by_the_speaker():
+    chat = vocab({"role:assistant", "role:user", "mentions_refund", "tool_call:issue_refund"})
+    rule = "Agents may talk about refunds only if the customer mentioned a refund first."
+    assert has_reading(rule, chat, "G (role:assistant & mentions_refund -> "
+                                   "O (role:user & mentions_refund))")
+
+
+def test_speaking_is_saying():
+    # the grammar reads "killed must not speak again" as one phrase: the words that name the
+    # other call make the grounding a guess, so it is not the only reading
+    game = vocab({"guard_killed", "tool_call:guard_say", "role:tool"})
+    assert len(readings("A guard that has been killed must not speak again.", game)) > 1

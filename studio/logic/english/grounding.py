@@ -67,6 +67,7 @@ _SYNONYMS = {
     "cancellation": "cancel", "confirmation": "verify",
     "provide": "give", "supply": "give", "promotional": "promo", "promotion": "promo",
     "command": "shell",     # what an agent runs is a shell command (``run_shell``)
+    "speak": "say", "talk": "say",
     "revert": "restore", "reversion": "restore",
     # abbreviations the logs' names use for a word the English spells out
     "acknowledge": "ack", "acknowledgement": "ack", "acknowledgment": "ack",
@@ -1142,6 +1143,7 @@ def ground(f: Formula, invented: list[str], vocabulary, words_left: str = "drop"
         mapping.append(Grounding(phrase, grounded.text, True))
         changed[name] = grounded
     atoms = every_atom
+    _speakers_apart(changed, mapping, atoms)
     path_renamed: dict[str, str] = {}
 
     def visit(g: Formula) -> Formula:
@@ -1260,6 +1262,37 @@ def _contact_call(name: str, calls) -> str | None:
     sending = [c for c in calls if _stem("send") in words_of(c)
                and set(words_of(c)) & _MESSAGE_WORDS]
     return sending[0] if len(sending) == 1 else None
+
+
+_AGENT_WORDS = frozenset({"agent", "agents", "assistant", "assistants", "bot", "bots",
+                          "chatbot", "ai", "model"})
+
+
+def _speakers_apart(changed: dict, mapping: list, atoms) -> None:
+    """"Agents may talk about a competitor only if the customer raised the competitor first":
+    two phrases grounded on one label the messages carry (``mentions_competitor``), said by
+    two sides; the phrases' speakers tell them apart (``role:assistant & ...``,
+    ``role:user & ...``), else the rule would compare the label with itself."""
+    if not {"role:assistant", "role:user"} <= set(atoms):
+        return
+    by_label: dict[str, list[tuple[str, str]]] = {}
+    for name, g in changed.items():
+        if g.op != "atom" or g.name.startswith(("tool_call:", "role:")):
+            continue
+        first = next((w.lower() for w in re.split(r"[_\s]+", name) if w), "")
+        role = ("role:assistant" if first in _AGENT_WORDS
+                else "role:user" if first in _OTHER_SIDE | _PEOPLE | {"users", "customers"}
+                else None)
+        by_label.setdefault(g.name, []).append((name, role))
+    for label, said in by_label.items():
+        roles = {r for _, r in said}
+        if len(said) < 2 or None in roles or len(roles) < 2:
+            continue
+        for name, role in said:
+            changed[name] = fm.And(fm.Atom(role), fm.Atom(label))
+            phrase = name.replace("_", " ")
+            mapping[:] = [Grounding(phrase, changed[name].text, True) if m.phrase == phrase
+                          else m for m in mapping]
 
 
 def _same_step(f: Formula) -> dict[str, set[str]]:
