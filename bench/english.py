@@ -5,6 +5,7 @@ Run from the repository root::
     .venv/bin/python -m bench.english            # totals only
     .venv/bin/python -m bench.english --show     # also every rule not read right
     .venv/bin/python -m bench.english --set FILE # another JSON Lines set of the same shape
+    .venv/bin/python -m bench.english --engine llm   # the LLM formaliser (LLM_* variables)
 
 The set (``bench/english_heldout.jsonl``) was written by people who never saw the grammar: one
 rule a line, ``{"id", "english", "vocabulary": {"atoms": [...], "paths": {path: type}},
@@ -135,9 +136,13 @@ def _accepts_vocabulary() -> bool:
     return "vocabulary" in inspect.signature(formalise).parameters
 
 
-def score_row(row: dict) -> dict:
+def score_row(row: dict, engine=None) -> dict:
+    """One rule scored.  ``engine``: None for the offline formaliser, or any object with
+    ``formalise(english)`` (the LLM formaliser: ``--engine llm``)."""
     vocabulary = Vocabulary.from_json(row.get("vocabulary"))
-    if _accepts_vocabulary():
+    if engine is not None:
+        answer = engine(vocabulary).formalise(row["english"])
+    elif _accepts_vocabulary():
         answer = formalise(row["english"], vocabulary=vocabulary)
     else:
         answer = formalise(row["english"])
@@ -183,10 +188,20 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--set", type=Path, default=DEFAULT_SET)
     parser.add_argument("--show", action="store_true", help="print every rule not read right")
+    parser.add_argument("--engine", choices=("offline", "llm"), default="offline",
+                        help="llm: the LLM formaliser, on the endpoint the LLM_* environment "
+                             "variables name (LLM_BASE_URL, LLM_API_KEY, LLM_MODEL)")
     args = parser.parse_args(argv)
     rows = load(args.set)
+    engine = None
+    if args.engine == "llm":
+        from studio.logic.english.llm import LLMFormaliser
+
+        def engine(vocabulary):
+            # the workspace's atoms are named in the prompt, as the rules page does
+            return LLMFormaliser(atoms=sorted(vocabulary.atoms))
     started = time.perf_counter()
-    results = [score_row(row) for row in rows]
+    results = [score_row(row, engine) for row in rows]
     elapsed = time.perf_counter() - started
     total = len(results)
     count = {k: sum(r["verdict"] == k for r in results)
@@ -194,7 +209,7 @@ def main(argv=None) -> int:
                        "refused")}
     right = count["right"] + count["ambiguous_right"]
     several = [r for r in results if len(r["readings"]) > 1]
-    print(f"English held-out set: {args.set} ({total} rules, {elapsed:.1f}s)")
+    print(f"English set: {args.set}, {args.engine} engine ({total} rules, {elapsed:.1f}s)")
     print(f"  right                          {_pct(right, total)}")
     print(f"    one reading                  {_pct(count['right'], total)}")
     print(f"    several, containing it       {_pct(count['ambiguous_right'], total)}")

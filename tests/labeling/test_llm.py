@@ -376,3 +376,28 @@ def test_the_llm_modules_import_no_django():
     modules = ["studio.labeling.llm", "studio.labeling.llm_labeler", "studio.logic.english.llm"]
     report = _import_in_fresh_interpreter(*modules)
     assert report["imported"] == modules and report["django"] == []
+
+
+def test_the_english_bench_scores_the_llm_formaliser(server, monkeypatch, tmp_path, capsys):
+    # the accuracy measure runs the LLM engine on the endpoint the environment names
+    from bench import english as bench_english
+    from studio.logic.english import llm as llm_module
+
+    rows = [{"id": "a", "english": "Never refund.", "expected": "G !tool_call:refund",
+             "vocabulary": {"atoms": ["tool_call:refund"]}},
+            {"id": "b", "english": "Verify before paying.",
+             "expected": "G (tool_call:pay -> O tool_call:verify)",
+             "vocabulary": {"atoms": ["tool_call:pay", "tool_call:verify"]}}]
+    path = tmp_path / "set.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
+    server.add("G !tool_call:refund", "G (tool_call:pay -> tool_call:verify)")
+    monkeypatch.setenv("LLM_BASE_URL", server.url)
+    monkeypatch.setenv("LLM_MODEL", "test-model")
+    monkeypatch.setattr(llm_module, "shared_client", lambda: client_of(server))
+    assert bench_english.main(["--set", str(path), "--engine", "llm"]) == 0
+    out = capsys.readouterr().out
+    assert "llm engine" in out
+    assert "right                            1" in out
+    assert "confidently wrong                1" in out
+    assert "Atoms already in use: tool_call:refund" in server.requests[0]["messages"][-1][
+        "content"]
