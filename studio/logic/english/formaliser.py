@@ -1536,7 +1536,7 @@ def _first_token(node) -> Token | None:
     if isinstance(node, Mod):
         return node.token
     if isinstance(node, Clause):
-        return _first_token(node.segments[0])
+        return _first_token(node.segments[0]) if node.segments else None
     return None
 
 
@@ -2728,7 +2728,7 @@ class OfflineFormaliser:
         return answer
 
     def _fail(self, message: str, tokens=()) -> Formalisation:
-        unplaced = tuple((t.text, t.start) for t in tokens)
+        unplaced = tuple((t.text, t.start) for t in tokens if t is not None)
         return Formalisation(None, "", (), unplaced, message[:1].upper() + message[1:],
                              engine=self.name)
 
@@ -3125,7 +3125,7 @@ def _answer(read: list, vocabulary, engine: str, english: str = "") -> Formalisa
     for grounded, why in candidates:
         if any(g is grounded for g, _ in kept) or _trivial(grounded):
             continue
-        if _two_events_at_one_step(grounded):
+        if _no_log_can_mean(grounded):
             # "KYC before any deposit is accepted, and the account opened twice" read as a
             # deposit and an account opening at one step: no log has that, so the words were
             # taken apart wrongly
@@ -3143,7 +3143,7 @@ def _answer(read: list, vocabulary, engine: str, english: str = "") -> Formalisa
             kept.append((grounded, why))
         if len(kept) >= MAX_READINGS:
             break
-    if candidates and _two_events_at_one_step(candidates[0][0]):
+    if candidates and _no_log_can_mean(candidates[0][0]):
         # the first reading's words were taken apart wrongly, and the others share its shape
         kept = []
     if not kept and impossible:
@@ -3179,7 +3179,7 @@ def _answer(read: list, vocabulary, engine: str, english: str = "") -> Formalisa
                          mapping=tuple(mapping), name=propose_name(f, read[0][1].kinds))
 
 
-def _two_events_at_one_step(f: Formula) -> bool:
+def _no_log_can_mean(f: Formula) -> bool:
     """Whether ``f`` joins two different tool calls, or two roles, with "and" at one step: one
     step is one event, so such a part never holds (or its negation always does); or bans the
     very event that triggers it from that step on (``G (a -> !a W x)``), or answers it with
