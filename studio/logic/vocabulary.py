@@ -178,30 +178,122 @@ def normalised_path(path: str) -> str:
     return ".".join("0" if part.isdigit() else part for part in path.split("."))
 
 
+# How many distinct example values the vocabulary keeps of an entry on one kind of event, and
+# how long an example text may be.
+MAX_EXAMPLES = 5
+EXAMPLE_TEXT_LIMIT = 80
+
+
+def carrier_of(output: Any, data: Any, role: Any = None) -> str:
+    """The kind of event a field or label was seen on: its tool call (``tool_call:NAME``, the
+    first when it calls several), else its role (``role:R``), else "" (neither)."""
+    atoms = builtin_atoms({"output": output, "data": data, "role": role})
+    for atom in atoms:
+        if atom.startswith("tool_call:"):
+            return atom
+    for atom in atoms:
+        if atom.startswith("role:"):
+            return atom
+    return ""
+
+
+def example_value(value: Any) -> Any:
+    """What an entry keeps as an example: numbers, booleans and texts (cut to
+    ``EXAMPLE_TEXT_LIMIT`` characters); None for objects, lists and null."""
+    if value is None or isinstance(value, (dict, list, tuple)):
+        return None
+    if isinstance(value, str):
+        return value[:EXAMPLE_TEXT_LIMIT]
+    return value
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What the logs showed of one atom or data path on one kind of event: ``carrier`` is that
+    event kind (``tool_call:issue_refund``, ``role:user`` or ""), ``json_type`` the type held
+    (paths only), ``events`` how many events showed it, ``examples`` up to ``MAX_EXAMPLES``
+    distinct values (paths only)."""
+
+    kind: str
+    name: str
+    json_type: str = ""
+    carrier: str = ""
+    events: int = 0
+    examples: tuple = ()
+
+
 @dataclass(frozen=True)
 class Vocabulary:
     """What a workspace can produce: ``declared`` (its labelers' atoms), ``builtin`` (built-in
     atoms seen in its events), ``labelled`` (atoms its events arrived with) and ``paths`` (each
-    data path seen, to the JSON types seen there).  Plain data: no Django, no database."""
+    data path seen, to the JSON types seen there); ``evidence`` says on which events each was
+    seen, how often and with which values.  Plain data: no Django, no database."""
 
     declared: frozenset[str] = frozenset()
     builtin: frozenset[str] = frozenset()
     labelled: frozenset[str] = frozenset()
     paths: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    evidence: tuple[Evidence, ...] = ()
 
     @classmethod
-    def from_entries(cls, entries: Iterable[tuple[str, str, str]],
-                     declared: Iterable[str] = ()) -> Vocabulary:
-        builtin, labelled, paths = set(), set(), {}
-        for kind, name, type_ in entries:
+    def from_entries(cls, entries: Iterable[tuple], declared: Iterable[str] = ()) -> Vocabulary:
+        """From ``(kind, name, json_type)`` rows, or ``(kind, name, json_type, carrier, events,
+        examples)`` rows that also say where each was seen."""
+        builtin, labelled, paths, evidence = set(), set(), {}, []
+        for row in entries:
+            kind, name, type_ = row[0], row[1], row[2]
             if kind == BUILTIN:
                 builtin.add(name)
             elif kind == LABEL:
                 labelled.add(name)
             elif kind == PATH:
                 paths.setdefault(name, set()).add(type_)
+            if len(row) > 3:
+                evidence.append(Evidence(kind, name, type_, row[3] or "", int(row[4] or 0),
+                                         tuple(row[5] or ())))
         return cls(frozenset(declared), frozenset(builtin), frozenset(labelled),
-                   {p: frozenset(t) for p, t in paths.items()})
+                   {p: frozenset(t) for p, t in paths.items()}, tuple(evidence))
+
+    def evidence_of(self, name: str) -> list[Evidence]:
+        """Where ``name`` (an atom or a data path) was seen: one entry per kind of event and
+        JSON type, the most frequent first."""
+        index = self._index()
+        return list(index.get(normalised_path(name), ()))
+
+    def events_of(self, name: str, carrier: str | None = None) -> int:
+        """How many events showed ``name`` (on events of ``carrier`` only, when given)."""
+        return sum(e.events for e in self.evidence_of(name)
+                   if carrier is None or e.carrier == carrier)
+
+    def examples_of(self, name: str, carrier: str | None = None,
+                    limit: int = MAX_EXAMPLES) -> list:
+        """Distinct example values of a path (on events of ``carrier`` only, when given)."""
+        out: list = []
+        for e in self.evidence_of(name):
+            if carrier is not None and e.carrier != carrier:
+                continue
+            for value in e.examples:
+                if value not in out and len(out) < limit:
+                    out.append(value)
+        return out
+
+    def carriers_of(self, name: str) -> dict[str, int]:
+        """The kinds of event that showed ``name``, each with how many events did."""
+        out: dict[str, int] = {}
+        for e in self.evidence_of(name):
+            out[e.carrier] = out.get(e.carrier, 0) + e.events
+        return out
+
+    def _index(self) -> dict[str, tuple[Evidence, ...]]:
+        found = self.__dict__.get("_evidence_index")
+        if found is None:
+            grouped: dict[str, list[Evidence]] = {}
+            for e in self.evidence:
+                grouped.setdefault(e.name, []).append(e)
+            found = {name: tuple(sorted(rows, key=lambda e: (-e.events, e.carrier)))
+                     for name, rows in grouped.items()}
+            object.__setattr__(self, "_evidence_index", found)
+        return found
 
     @property
     def atoms(self) -> list[str]:
