@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from studio.api.core import ServiceError
 from studio.logic import data_review, review
+from studio.grounding.candidates import ground_by_evidence
+from studio.grounding.flags import reading_flags
 from studio.logic.english import Formalisation
+from studio.logic.english.base import Reading
 from studio.logic.english import formalise as offline_formalise
 from studio.logic.finite import holds
 from studio.logic.formula import Formula
@@ -24,11 +27,15 @@ DATA_STATE_CAP = 20_000
 
 
 def formalise(english: str, engine: str = "offline", atoms: tuple[str, ...] = (),
-              vocabulary=None) -> dict:
-    """The engine's reading of ``english``: the formula and its atoms, or the words it could not
-    place and why.  ``atoms`` (the workspace's known atoms) guide the LLM's naming;
-    ``vocabulary`` (``.atoms``, ``.paths``: ``studio.rules.vocabulary.vocabulary_for``, the one
-    vocabulary the editor's warnings also use) grounds the offline engine's phrases in it."""
+              vocabulary=None, choices: dict | None = None, sample=None) -> dict:
+    """The engine's reading of ``english``, grounded in the workspace's logs by evidence.
+
+    ``atoms`` (the workspace's known atoms) guide the LLM's naming; ``vocabulary`` (with its
+    evidence: ``studio.rules.vocabulary.vocabulary_for``) grounds every phrase, each with its
+    ranked candidates (``studio.grounding.candidates``); ``choices`` maps a phrase to the
+    candidate the author picked, which rewrites every reading; ``sample``
+    (``studio.rules.sampling.stored_sample``) is what each reading is tried on, to say what it
+    would flag."""
     if engine not in ENGINES:
         raise ServiceError(f"unknown engine {engine!r}; engines are {', '.join(ENGINES)}",
                            field="engine", status=422)
@@ -44,24 +51,58 @@ def formalise(english: str, engine: str = "offline", atoms: tuple[str, ...] = ()
         from studio.logic.english.llm import LLMFormaliser
 
         result = LLMFormaliser(atoms=atoms).formalise(english)
-    return _formalisation(result)
+    return _formalisation(result, vocabulary, choices, sample)
 
 
-def _formalisation(result: Formalisation) -> dict:
+def _formalisation(result: Formalisation, vocabulary=None, choices: dict | None = None,
+                   sample=None) -> dict:
     """``readings``: every plausible reading (the first is ``formula``), each with its English,
-    what it takes the rule to mean (``why``) and a shortest trace telling it from reading
-    ``against``; ``mapping``: each phrase and the atom it became (``grounded`` in the
-    workspace's vocabulary, or invented); ``name``: a proposed rule name."""
-    readings = [r.as_dict() for r in getattr(result, "readings", ())]
-    if result.ok and not readings:
-        readings = [{"formula": result.text, "english": review.explain(result.formula),
-                     "why": "", "trace": [], "against": None}]
-    return {"ok": result.ok, "engine": result.engine, "formula": result.text,
-            "atoms": list(result.atoms), "message": result.message,
+    what it takes the rule to mean (``why``), a shortest trace telling it from reading
+    ``against`` and, with a ``sample``, what it would flag (``flags``); ``mapping``: each phrase
+    with the atom it became, whether the studio is ``sure`` of it, and its ranked
+    ``candidates`` (``atom``, ``examples``, ``events``, ``why``, ``warning``); ``name``: a
+    proposed rule name."""
+    raw = list(getattr(result, "readings", ()))
+    if result.ok and not raw:
+        raw = [Reading(result.formula, result.text, review.explain(result.formula))]
+    grounded = ground_by_evidence([r.formula for r in raw], getattr(result, "mapping", ()),
+                                  vocabulary, choices)
+    renamed = dict(grounded.renamed)
+    readings = []
+    for formula, origin in zip(grounded.readings, grounded.origins):
+        source = raw[origin]
+        same = formula is source.formula
+        readings.append({
+            "formula": formula.text,
+            "english": source.english if same else review.explain(formula),
+            "why": source.why,
+            "trace": [sorted(renamed.get(a, a) for a in step) for step in source.trace],
+            "against": (grounded.origins.index(source.against)
+                        if source.against in grounded.origins else None)})
+    if sample is not None and readings:
+        found = reading_flags(grounded.readings, sample.sessions, sample.label,
+                              describe=_event_words)
+        for item, flags in zip(readings, found):
+            item["flags"] = flags.as_dict()
+    first = grounded.readings[0] if grounded.readings else None
+    return {"ok": result.ok, "engine": result.engine,
+            "formula": first.text if first is not None else result.text,
+            "atoms": sorted({g.name for f in grounded.readings for g in f.subformulas()
+                             if g.op == "atom"}) or list(result.atoms),
+            "message": result.message,
             "unplaced": [{"word": word, "at": at} for word, at in result.unplaced],
             "readings": readings,
-            "mapping": [m.as_dict() for m in getattr(result, "mapping", ())],
+            "mapping": [p.as_dict() for p in grounded.phrases],
+            "sure": grounded.sure and len(readings) == 1,
+            "rejected_choices": list(grounded.rejected),
+            "sample": sample.as_dict() if sample is not None else None,
             "name": getattr(result, "name", "")}
+
+
+def _event_words(f: Formula) -> str:
+    """A trigger part in words, for the notes of what a reading would flag."""
+    text = review.explain(f)
+    return text[:-1] if text.endswith(".") else text
 
 
 def _trace(found: review.SearchResult) -> dict:

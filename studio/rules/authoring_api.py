@@ -12,6 +12,7 @@ from studio.api.core import Text, workspace_for
 from . import authoring
 from .models import Rule
 from .monitoring import labeling_for
+from .sampling import stored_sample
 from .vocabulary import vocabulary_for
 
 router = Router(tags=["rule authoring"])
@@ -20,6 +21,25 @@ router = Router(tags=["rule authoring"])
 class FormaliseIn(Schema):
     english: Text
     engine: Literal["offline", "llm"] = "offline"
+    # phrase -> the candidate the author picked (an atom or a field path): rewrites every reading
+    choices: dict[Text, Text] = {}
+    # False: skip trying the readings on stored sessions (quicker)
+    flags: bool = True
+
+
+class FlagExampleOut(Schema):
+    session: str
+    step: int
+
+
+class FlagsOut(Schema):
+    flagged: int
+    sampled: int
+    examples: list[FlagExampleOut]
+    fired: int | None
+    kind: str
+    note: str
+    summary: str
 
 
 class ReadingOut(Schema):
@@ -28,12 +48,29 @@ class ReadingOut(Schema):
     why: str
     trace: list[list[str]]
     against: int | None
+    flags: FlagsOut | None = None
+
+
+class CandidateOut(Schema):
+    atom: str
+    examples: list[Any]
+    events: int
+    why: str
+    warning: str
+    new: bool
 
 
 class GroundingOut(Schema):
     phrase: str
+    kind: str
     atom: str
     grounded: bool
+    sure: bool
+    warning: str
+    proposed: str
+    tied_to: str
+    chosen_by_author: bool
+    candidates: list[CandidateOut]
 
 
 class FormaliseOut(Schema):
@@ -45,6 +82,9 @@ class FormaliseOut(Schema):
     unplaced: list[dict[str, Any]]
     readings: list[ReadingOut]
     mapping: list[GroundingOut]
+    sure: bool
+    rejected_choices: list[str]
+    sample: dict[str, Any] | None
     name: str
 
 
@@ -60,7 +100,9 @@ def formalise(request, slug: str, body: FormaliseIn):
     workspace = workspace_for(request, slug)
     known = tuple(sorted(labeling_for(workspace).declared_atoms))
     vocabulary = vocabulary_for(workspace)
-    return authoring.formalise(body.english, body.engine, known, vocabulary)
+    sample = stored_sample(workspace) if body.flags else None
+    return authoring.formalise(body.english, body.engine, known, vocabulary, body.choices,
+                               sample)
 
 
 @router.post("w/{slug}/formulas/review", response=dict[str, Any],

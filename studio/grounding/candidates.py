@@ -1,0 +1,514 @@
+"""Every phrase of a reading with the entries of the logs it may mean, ranked by evidence.
+
+The English reader (offline grammar or an LLM) proposes readings and says which phrase it
+mapped onto which atom or field.  This module checks each mapping against what the logs showed
+(``studio.logic.vocabulary.Vocabulary`` with its evidence) and answers, per phrase, a ranked
+list of candidates, each with example values, how many events carry it and why it is offered:
+
+* **Fields.**  A comparison tied to an event at its step (``tool_call:issue_refund & amount >
+  500``) reads that event's own field first: of the paths named like the field, those the logs
+  show on that event come first, most often carried first.  A path never seen on the event it
+  is tied to (a field of another tool, or of another log) is only ever a candidate, with a
+  warning that says where it was seen instead.
+* **Events.**  An atom matched on words is offered with every other entry of the logs that
+  shares a meaningful word with the phrase.  A match on one generic word only ("share" in
+  ``share_file``, "amount") is never the first or the only answer: a better-matching entry, or
+  else the phrase as a new atom ("nothing in your logs produces this: add a labeler"), comes
+  first, the generic match after it with its warning.
+* A phrase is *sure* only when one candidate stands out by evidence; otherwise the pages show
+  the candidates as a choice, and the author's choice (``choices``) rewrites every reading.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from studio.logic import formula as fm
+from studio.logic.english.grounding import words_of
+from studio.logic.formula import Formula
+from studio.logic.parser import FormulaSyntaxError, parse
+
+# Words that name no event on their own: a match on them alone grounds nothing for sure.
+GENERIC_WORDS = frozenset(w for word in (
+    "get do make set go have be take give put send check share file data info detail "
+    "amount update open add item note message value total text new full all any list "
+    "record number type status result request process handle").split()
+    for w in words_of(word))
+MAX_CANDIDATES = 8
+NEW_ATOM_WARNING = "nothing in your logs produces this: add a labeler"
+ATOM_NAME = re.compile(r"[a-z_][a-z0-9_:.\-]*")
+
+EVENT, FIELD = "event", "field"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One entry a phrase may mean: ``atom`` is its text in a formula (an atom or a data
+    path), ``examples`` what the logs showed of it, ``events`` how many events carry it,
+    ``why`` why it is offered, ``warning`` why it may be wrong, ``new`` when nothing in the
+    logs produces it."""
+
+    atom: str
+    examples: tuple = ()
+    events: int = 0
+    why: str = ""
+    warning: str = ""
+    new: bool = False
+
+    def as_dict(self) -> dict:
+        return {"atom": self.atom, "examples": list(self.examples), "events": self.events,
+                "why": self.why, "warning": self.warning, "new": self.new}
+
+
+@dataclass(frozen=True)
+class Phrase:
+    """A phrase of the English and what it became: ``atom`` (the first candidate), whether it
+    is ``grounded`` in the logs, whether the studio is ``sure`` of it, and the candidates."""
+
+    phrase: str
+    kind: str
+    atom: str
+    grounded: bool
+    sure: bool
+    candidates: tuple[Candidate, ...]
+    proposed: str = ""          # what the reader proposed, before the evidence was weighed
+    tied_to: str = ""           # fields: the event the comparison is tied to at its step
+    chosen_by_author: bool = False
+
+    @property
+    def warning(self) -> str:
+        return self.candidates[0].warning if self.candidates else ""
+
+    def as_dict(self) -> dict:
+        return {"phrase": self.phrase, "kind": self.kind, "atom": self.atom,
+                "grounded": self.grounded, "sure": self.sure, "warning": self.warning,
+                "proposed": self.proposed, "tied_to": self.tied_to,
+                "chosen_by_author": self.chosen_by_author,
+                "candidates": [c.as_dict() for c in self.candidates]}
+
+
+@dataclass(frozen=True)
+class Grounded:
+    """The readings rewritten onto the chosen candidates (in order, duplicates dropped) and
+    every phrase with its candidates; ``rejected`` names choices that could not be used."""
+
+    readings: tuple[Formula, ...]
+    phrases: tuple[Phrase, ...]
+    rejected: tuple[str, ...] = ()
+    origins: tuple[int, ...] = ()       # per reading: the index of the reader's reading it is
+    renamed: tuple[tuple[str, str], ...] = ()   # atoms the evidence replaced, old -> new text
+
+    @property
+    def sure(self) -> bool:
+        return all(p.sure for p in self.phrases)
+
+
+def ground_by_evidence(readings: Sequence[Formula], mapping: Iterable, vocabulary,
+                       choices: Mapping[str, str] | None = None) -> Grounded:
+    """``readings`` (the reader's formulas, best first) grounded by ``vocabulary``'s evidence;
+    ``mapping`` holds the reader's phrases (objects or dicts with ``phrase``, ``atom`` and
+    ``grounded``); ``choices`` maps a phrase to the candidate the author picked."""
+    choices = dict(choices or {})
+    rejected: list[str] = []
+    phrases: list[Phrase] = []
+    atom_swap: dict[str, Formula] = {}
+    mapped_paths: dict[str, str] = {}
+    for m in mapping:
+        phrase, atom, grounded = _fields(m)
+        if _is_path(atom):
+            mapped_paths.setdefault(atom, phrase)
+            continue
+        if not _single_atom(atom) and grounded:
+            continue    # a compound the reader built on purpose: kept as it is
+        if not _single_atom(atom):
+            continue
+        found = _event_phrase(phrase, atom, grounded, vocabulary)
+        found = _apply_choice(found, choices, rejected)
+        if any(p.phrase == found.phrase for p in phrases):
+            continue
+        phrases.append(found)
+        if found.atom != atom:
+            atom_swap[atom] = _parsed(found.atom)
+    # fields: each comparison's path with the event it is tied to
+    known = frozenset(getattr(vocabulary, "atoms", ()) or ())
+    path_swap: dict[tuple[str, str], str] = {}
+    field_phrases: dict[tuple[str, str], Phrase] = {}
+    for reading in readings:
+        for path, tied, value in _compared_paths(_swap_atoms(reading, atom_swap), known):
+            key = (path, tied)
+            if key in field_phrases:
+                continue
+            name = mapped_paths.get(path) or " ".join(_field_words(path)) or path
+            found = _field_phrase(name, path, tied, value, vocabulary)
+            field_phrases[key] = found
+    used_names: dict[str, int] = {}
+    for found in field_phrases.values():
+        used_names[found.phrase] = used_names.get(found.phrase, 0) + 1
+    for key, found in field_phrases.items():
+        if used_names[found.phrase] > 1 and found.tied_to:
+            found = _renamed(found, f"{found.phrase} (of {_event_name(found.tied_to)})")
+        found = _apply_choice(found, choices, rejected)
+        phrases.append(found)
+        if found.atom != key[0]:
+            path_swap[key] = found.atom
+    for phrase in choices:
+        if not any(p.phrase == phrase for p in phrases):
+            rejected.append(f"no phrase {phrase!r} in this reading")
+    rewritten: list[Formula] = []
+    origins: list[int] = []
+    for index, reading in enumerate(readings):
+        new = _swap_paths(_swap_atoms(reading, atom_swap), path_swap, known)
+        if new not in rewritten:
+            rewritten.append(new)
+            origins.append(index)
+    return Grounded(tuple(rewritten), tuple(phrases), tuple(rejected), tuple(origins),
+                    tuple((old, new.text) for old, new in atom_swap.items()))
+
+
+# ---------------------------------------------------------------------------------------------
+# Events
+
+def _event_phrase(phrase: str, atom: str, grounded: bool, vocabulary) -> Phrase:
+    words = set(words_of(phrase))
+    known = set(getattr(vocabulary, "atoms", ()) or ())
+    scored: list[tuple[tuple, str, list]] = []
+    for entry in sorted(known):
+        if entry.startswith("role:"):
+            continue
+        shared = sorted(words & set(words_of(entry)))
+        if shared:
+            scored.append((_strength(shared, entry), entry, shared))
+    scored.sort(key=lambda s: (s[0], _events(vocabulary, s[1])), reverse=True)
+    by_entry = {entry: (score, shared) for score, entry, shared in scored}
+    invented = Candidate(_new_name(phrase, atom, grounded, known), why=(
+        f"“{phrase}” as a new fact of its own"), warning=NEW_ATOM_WARNING, new=True)
+    original_score, original_shared = by_entry.get(atom, ((0, 0, 0.0), []))
+    strong = [(s, e, sh) for s, e, sh in scored if s[0] > 0]
+    proposed_is_strong = grounded and atom in known and original_score[0] > 0
+    out: list[Candidate] = []
+    if proposed_is_strong:
+        out.append(_event_candidate(atom, original_shared, vocabulary))
+        rivals = [e for s, e, _ in strong if e != atom and s[:2] >= original_score[:2]]
+        sure = not rivals
+    elif grounded and atom in known:
+        # the reader's match shares only generic words with the phrase
+        if strong:
+            out.append(_event_candidate(strong[0][1], strong[0][2], vocabulary))
+        out.append(invented)
+        sure = False
+    elif atom in known:
+        out.append(_event_candidate(atom, original_shared, vocabulary))
+        sure = bool(original_score[0] > 0) and not [e for _, e, _ in strong if e != atom]
+    else:
+        out.append(Candidate(atom, why=f"“{phrase}” as a new fact of its own",
+                             warning=NEW_ATOM_WARNING, new=True))
+        sure = not strong
+    for _, entry, shared in scored:
+        if len(out) >= MAX_CANDIDATES:
+            break
+        if all(c.atom != entry for c in out):
+            out.append(_event_candidate(entry, shared, vocabulary))
+    if all(not c.new for c in out) and len(out) < MAX_CANDIDATES + 1:
+        out.append(invented)
+    first = out[0]
+    # a new atom is never sure: nothing in the logs says what it is
+    return Phrase(phrase, EVENT, first.atom, not first.new, sure and not first.new, tuple(out),
+                  proposed=atom)
+
+
+def _strength(shared: list[str], entry: str) -> tuple:
+    meaningful = [w for w in shared if w not in GENERIC_WORDS]
+    entry_words = set(words_of(entry)) or {entry}
+    return (len(meaningful), len(shared), round(len(shared) / len(entry_words), 3))
+
+
+def _event_candidate(entry: str, shared: list[str], vocabulary) -> Candidate:
+    events = _events(vocabulary, entry)
+    meaningful = [w for w in shared if w not in GENERIC_WORDS]
+    if not shared:
+        why = "the reader's choice"
+    else:
+        why = f"shares {_quoted(shared)} with the phrase"
+    warning = ""
+    if shared and not meaningful:
+        warning = (f"matches only the generic word{'s' if len(shared) > 1 else ''} "
+                   f"{_quoted(shared)}: check that {_event_name(entry)} is what you mean")
+    if getattr(vocabulary, "evidence", ()) and not events and not warning:
+        warning = "declared, but no stored event shows it yet"
+    return Candidate(entry, tuple(_event_examples(entry, vocabulary)), events, why, warning)
+
+
+def _event_examples(entry: str, vocabulary) -> list[str]:
+    """What the logs showed with an event: a tool's own arguments with example values, or the
+    kinds of event a label was seen on."""
+    if not getattr(vocabulary, "evidence", ()):
+        return []
+    out = []
+    if entry.startswith("tool_call:"):
+        for path in sorted(getattr(vocabulary, "paths", {}) or {}):
+            if not path.startswith("output.") or path.count(".") < 1:
+                continue
+            if entry not in vocabulary.carriers_of(path):
+                continue
+            values = vocabulary.examples_of(path, entry, limit=3)
+            if values:
+                out.append(f"{path.rsplit('.', 1)[-1]}: {_values(values)}")
+            if len(out) >= 3:
+                break
+        return out
+    carriers = vocabulary.carriers_of(entry)
+    for carrier, count in sorted(carriers.items(), key=lambda kv: -kv[1])[:3]:
+        out.append(f"on {_event_name(carrier) if carrier else 'other events'} ({count})")
+    return out
+
+
+def _events(vocabulary, entry: str) -> int:
+    counter = getattr(vocabulary, "events_of", None)
+    return counter(entry) if counter is not None else 0
+
+
+def _new_name(phrase: str, atom: str, grounded: bool, known: set) -> str:
+    if not grounded and atom not in known:
+        return atom
+    name = re.sub(r"[^a-z0-9]+", "_", phrase.lower()).strip("_") or "new_fact"
+    if not re.match(r"[a-z_]", name):
+        name = "x_" + name
+    return name if name not in known else name + "_new"
+
+
+# ---------------------------------------------------------------------------------------------
+# Fields
+
+_UNIT_WORDS = frozenset(w for word in ("usd eur gbp pct percent cents dollars euros kg mg ms "
+                                        "sec secs seconds minutes hours days").split()
+                         for w in words_of(word))
+
+
+def _field_words(path: str) -> list[str]:
+    last = path.rsplit(".", 1)[-1]
+    words = words_of(last)
+    if len(words) > 1 and words[-1] in _UNIT_WORDS:
+        words = words[:-1]
+    return words
+
+
+def _field_phrase(name: str, path: str, tied: str, value, vocabulary) -> Phrase:
+    paths = dict(getattr(vocabulary, "paths", {}) or {})
+    wanted = _json_type(value)
+    mine = set(_field_words(path))
+    options = []
+    for candidate in sorted(paths):
+        if wanted and not _type_fits(wanted, paths[candidate]):
+            continue
+        theirs = set(_field_words(candidate))
+        if candidate == path or (mine and theirs and (mine <= theirs or theirs <= mine)):
+            options.append(candidate)
+    if path not in options:
+        options.insert(0, path)
+    has_evidence = bool(getattr(vocabulary, "evidence", ()))
+
+    def rank(candidate: str) -> tuple:
+        carriers = vocabulary.carriers_of(candidate) if has_evidence else {}
+        on_tied = carriers.get(tied, 0) if tied else 0
+        own = tied and candidate.startswith("output.") and on_tied
+        return (on_tied > 0, bool(own), on_tied, sum(carriers.values()),
+                candidate == path, -len(candidate))
+
+    options.sort(key=rank, reverse=True)
+    out = [_field_candidate(c, path, tied, vocabulary, has_evidence, paths) for c in options]
+    out = out[:MAX_CANDIDATES]
+    first = out[0]
+    if has_evidence and tied:
+        on_tied = [c for c in options if vocabulary.carriers_of(c).get(tied)]
+        sure = len(on_tied) == 1 and options[0] == on_tied[0]
+    else:
+        sure = len([c for c in options if c in paths]) == 1 and options[0] in paths
+    grounded = first.atom in paths
+    return Phrase(name, FIELD, first.atom, grounded, sure, tuple(out), proposed=path,
+                  tied_to=tied)
+
+
+def _field_candidate(candidate: str, path: str, tied: str, vocabulary, has_evidence: bool,
+                     paths: Mapping) -> Candidate:
+    if candidate not in paths and (vocabulary.path_types(candidate)
+                                   if hasattr(vocabulary, "path_types") else None) is None:
+        return Candidate(candidate, why="the field as the rule names it", new=True,
+                         warning="no stored event has this field: the comparison is false "
+                                 "at every step")
+    if not has_evidence:
+        return Candidate(candidate, why="a field named like the rule's",
+                         warning="" if not tied else
+                         "the logs were stored before the studio kept where each field is "
+                         "seen: rebuild the vocabulary to know")
+    carriers = vocabulary.carriers_of(candidate)
+    events = sum(carriers.values())
+    if tied and carriers.get(tied):
+        examples = vocabulary.examples_of(candidate, tied)
+        why = (f"{_event_name(tied)}'s own {candidate.rsplit('.', 1)[-1]}: "
+               f"{carriers[tied]} of its events carry it")
+        return Candidate(candidate, tuple(examples), carriers[tied], why)
+    examples = vocabulary.examples_of(candidate)
+    where = ", ".join(f"{_event_name(c) if c else 'other events'} ({n})"
+                      for c, n in sorted(carriers.items(), key=lambda kv: -kv[1])[:3])
+    if tied:
+        warning = (f"never seen on {_event_name(tied)}: a field of {where or 'no event'}")
+        why = "a field named like the rule's, on other events"
+    else:
+        warning = "" if len(carriers) <= 1 else f"seen on several kinds of event: {where}"
+        why = f"a field named like the rule's, seen on {where or 'no event'}"
+    return Candidate(candidate, tuple(examples), events, why, warning)
+
+
+def _json_type(value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    return "string"
+
+
+def _type_fits(wanted: str, types) -> bool:
+    types = {str(t).lower() for t in (types or ())}
+    return not types or wanted in types or (wanted == "number" and bool({"integer", "float"}
+                                                                         & types))
+
+
+def _compared_paths(f: Formula, known: frozenset,
+                    tied: str = "") -> list[tuple[str, str, object]]:
+    """Every ``(path, tied event, compared constant)`` of ``f``'s comparisons; the tied event is
+    the tool call (else the label or role) conjoined with the comparison at its step."""
+    out: list = []
+    if f.op == "cmp":
+        c = f.payload
+        for side, other in ((c.left, c.right), (c.right, c.left)):
+            if side[0] in ("path", "prev"):
+                out.append((side[1], tied, other[1] if other[0] == "const" else None))
+        return out
+    if f.op == "and":
+        tied_here = _tied_event(f, known) or tied
+        for a in f.args:
+            out.extend(_compared_paths(a, known, tied_here if a.op == "cmp" else ""))
+        return out
+    for a in f.args:
+        out.extend(_compared_paths(a, known, ""))
+    return out
+
+
+def _tied_event(conjunction: Formula, known: frozenset) -> str:
+    """The event a conjunction's comparisons are tied to: of the atoms beside them that the
+    logs produce, the tool call, else a label, else the role."""
+    atoms = [a.name for a in conjunction.args if a.op == "atom" and a.name in known]
+    for prefix in ("tool_call:",):
+        for name in atoms:
+            if name.startswith(prefix):
+                return name
+    labels = [n for n in atoms if not n.startswith(("role:", "stop_reason:"))]
+    if labels:
+        return labels[0]
+    return next((n for n in atoms if n.startswith("role:")), "")
+
+
+# ---------------------------------------------------------------------------------------------
+# Rewriting
+
+def _swap_atoms(f: Formula, swap: Mapping[str, Formula]) -> Formula:
+    if not swap:
+        return f
+    if f.op == "atom":
+        return swap.get(f.name, f)
+    if not f.args:
+        return f
+    return fm.rebuild(f, tuple(_swap_atoms(a, swap) for a in f.args))
+
+
+def _swap_paths(f: Formula, swap: Mapping[tuple[str, str], str], known: frozenset,
+                tied: str = "") -> Formula:
+    if not swap:
+        return f
+    if f.op == "cmp":
+        c = f.payload
+        left, right = c.left, c.right
+        if left[0] in ("path", "prev") and (left[1], tied) in swap:
+            left = (left[0], swap[(left[1], tied)])
+        if right[0] in ("path", "prev") and (right[1], tied) in swap:
+            right = (right[0], swap[(right[1], tied)])
+        return fm.Compare(left, c.op, right)
+    if not f.args:
+        return f
+    if f.op == "and":
+        tied_here = _tied_event(f, known) or tied
+        return fm.rebuild(f, tuple(_swap_paths(a, swap, known,
+                                               tied_here if a.op == "cmp" else "")
+                                   for a in f.args))
+    return fm.rebuild(f, tuple(_swap_paths(a, swap, known, "") for a in f.args))
+
+
+def _apply_choice(found: Phrase, choices: dict, rejected: list) -> Phrase:
+    wanted = choices.get(found.phrase)
+    if wanted is None:
+        return found
+    wanted = wanted.strip()
+    chosen = next((c for c in found.candidates if c.atom == wanted), None)
+    if chosen is None:
+        valid = _is_path(wanted) if found.kind == FIELD else _single_atom(wanted)
+        if not valid:
+            rejected.append(f"{found.phrase!r}: {wanted!r} is not "
+                            f"{'a field path' if found.kind == FIELD else 'an atom name'}")
+            return found
+        chosen = Candidate(wanted, why="your choice", new=True,
+                           warning=NEW_ATOM_WARNING if found.kind == EVENT else "")
+    rest = tuple(c for c in found.candidates if c.atom != wanted)
+    return Phrase(found.phrase, found.kind, chosen.atom, not chosen.new, True,
+                  (chosen, *rest), found.proposed, found.tied_to, chosen_by_author=True)
+
+
+def _renamed(found: Phrase, name: str) -> Phrase:
+    return Phrase(name, found.kind, found.atom, found.grounded, found.sure, found.candidates,
+                  found.proposed, found.tied_to, found.chosen_by_author)
+
+
+# ---------------------------------------------------------------------------------------------
+# Small helpers
+
+def _fields(m) -> tuple[str, str, bool]:
+    if isinstance(m, Mapping):
+        return m["phrase"], m["atom"], bool(m.get("grounded"))
+    return m.phrase, m.atom, bool(m.grounded)
+
+
+def _single_atom(text: str) -> bool:
+    return bool(ATOM_NAME.fullmatch(text)) and not _is_path(text)
+
+
+def _is_path(text: str) -> bool:
+    return bool(re.fullmatch(r"(input|output|data)(\.[A-Za-z0-9_\-]+)+", text))
+
+
+def _parsed(text: str) -> Formula:
+    try:
+        return parse(text)
+    except FormulaSyntaxError:
+        return fm.Atom(text)
+
+
+def _event_name(atom: str) -> str:
+    for prefix, words in (("tool_call:", ""), ("role:", "")):
+        if atom.startswith(prefix):
+            name = atom[len(prefix):]
+            return name if prefix == "tool_call:" else {
+                "user": "user messages", "assistant": "assistant messages",
+                "tool": "tool results"}.get(name, f"{name} messages")
+    return atom
+
+
+def _quoted(words: list[str]) -> str:
+    return ", ".join(f"“{w}”" for w in words)
+
+
+def _values(values: list) -> str:
+    return ", ".join(str(v) if not isinstance(v, str) else f"“{v}”" for v in values)
+
