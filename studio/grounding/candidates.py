@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from studio.logic import formula as fm
-from studio.logic.english.grounding import words_of
+from studio.logic.english.grounding import stem, words_of
 from studio.logic.formula import Formula
 from studio.logic.parser import FormulaSyntaxError, parse
 
@@ -170,8 +170,22 @@ def ground_by_evidence(readings: Sequence[Formula], mapping: Iterable, vocabular
 # ---------------------------------------------------------------------------------------------
 # Events
 
+def _specific(phrase: str) -> frozenset:
+    """Generic words the phrase says by a specific word ("transfer" is a sending, "wire" too):
+    those mean as much as any other word."""
+    out = set()
+    for raw in re.split(r"[^A-Za-z0-9]+", phrase):
+        if not raw:
+            continue
+        canonical = words_of(raw)
+        if len(canonical) == 1 and canonical[0] in GENERIC_WORDS and stem(raw) != canonical[0]:
+            out.add(canonical[0])
+    return frozenset(out)
+
+
 def _event_phrase(phrase: str, atom: str, grounded: bool, vocabulary) -> Phrase:
     words = set(words_of(phrase))
+    specific = _specific(phrase)
     known = set(getattr(vocabulary, "atoms", ()) or ())
     scored: list[tuple[tuple, str, list]] = []
     for entry in sorted(known):
@@ -179,9 +193,10 @@ def _event_phrase(phrase: str, atom: str, grounded: bool, vocabulary) -> Phrase:
             continue
         shared = sorted(words & set(words_of(entry)))
         if shared:
-            scored.append((_strength(shared, entry), entry, shared))
+            scored.append((_strength(shared, entry, specific), entry, shared))
     scored.sort(key=lambda s: (s[0], _events(vocabulary, s[1])), reverse=True)
     by_entry = {entry: (score, shared) for score, entry, shared in scored}
+    values = _value_candidates(phrase, vocabulary)
     invented = Candidate(_new_name(phrase, atom, grounded, known), why=(
         f"“{phrase}” as a new fact of its own"), warning=NEW_ATOM_WARNING, new=True)
     original_score, original_shared = by_entry.get(atom, ((0, 0, 0.0), []))
@@ -189,27 +204,34 @@ def _event_phrase(phrase: str, atom: str, grounded: bool, vocabulary) -> Phrase:
     proposed_is_strong = grounded and atom in known and original_score[0] > 0
     out: list[Candidate] = []
     if proposed_is_strong:
-        out.append(_event_candidate(atom, original_shared, vocabulary))
+        out.append(_event_candidate(atom, original_shared, vocabulary, specific))
         rivals = [e for s, e, _ in strong if e != atom and s[:2] >= original_score[:2]]
         sure = not rivals
     elif grounded and atom in known:
         # the reader's match shares only generic words with the phrase
         if strong:
-            out.append(_event_candidate(strong[0][1], strong[0][2], vocabulary))
+            out.append(_event_candidate(strong[0][1], strong[0][2], vocabulary, specific))
         out.append(invented)
         sure = False
     elif atom in known:
-        out.append(_event_candidate(atom, original_shared, vocabulary))
+        out.append(_event_candidate(atom, original_shared, vocabulary, specific))
         sure = bool(original_score[0] > 0) and not [e for _, e, _ in strong if e != atom]
+    elif values and not strong:
+        # no entry is named like the phrase, but the logs show one of its words as a value
+        out.append(values[0])
+        sure = False
     else:
         out.append(Candidate(atom, why=f"“{phrase}” as a new fact of its own",
                              warning=NEW_ATOM_WARNING, new=True))
-        sure = not strong
+        sure = not strong and not values
+    for value in values:
+        if len(out) < MAX_CANDIDATES and all(c.atom != value.atom for c in out):
+            out.append(value)
     for _, entry, shared in scored:
         if len(out) >= MAX_CANDIDATES:
             break
         if all(c.atom != entry for c in out):
-            out.append(_event_candidate(entry, shared, vocabulary))
+            out.append(_event_candidate(entry, shared, vocabulary, specific))
     if all(not c.new for c in out) and len(out) < MAX_CANDIDATES + 1:
         out.append(invented)
     first = out[0]
@@ -218,15 +240,49 @@ def _event_phrase(phrase: str, atom: str, grounded: bool, vocabulary) -> Phrase:
                   proposed=atom)
 
 
-def _strength(shared: list[str], entry: str) -> tuple:
-    meaningful = [w for w in shared if w not in GENERIC_WORDS]
+def _value_candidates(phrase: str, vocabulary) -> list[Candidate]:
+    """Text fields whose example values include a word of the phrase ("EU customers" ->
+    ``data.customer.region == "EU"``), the most often carried first."""
+    if not getattr(vocabulary, "evidence", ()):
+        return []
+    said = {w.lower() for w in re.split(r"[^A-Za-z0-9\-]+", phrase) if len(w) > 1}
+    said -= _NOT_VALUES
+    out = []
+    for path in sorted(getattr(vocabulary, "paths", {}) or {}):
+        if "string" not in vocabulary.paths[path] or path.startswith("input"):
+            continue
+        for value in vocabulary.examples_of(path):
+            if isinstance(value, str) and value.lower() in said:
+                events = vocabulary.events_of(path)
+                text = fm.Compare(("path", path), "==", ("const", value)).text
+                carriers = vocabulary.carriers_of(path)
+                where = ", ".join(_event_name(c) for c in list(carriers)[:2] if c)
+                out.append(Candidate(text, tuple(vocabulary.examples_of(path)), events,
+                                     f"“{value}” is a value of {path}"
+                                     + (f" (on {where})" if where else ""),
+                                     "a value your logs show, not a fact of its own: check "
+                                     "the field is the one you mean"))
+    out.sort(key=lambda c: -c.events)
+    return out
+
+
+# Words too common to be read as a field's value.
+_NOT_VALUES = frozenset("a an the to of in on at by for from with and or not no never any all "
+                        "must may should can is are be been was were it its this that their "
+                        "they them he she we you our your agent assistant customer user "
+                        "member members customers".split())
+
+
+def _strength(shared: list[str], entry: str, specific: frozenset = frozenset()) -> tuple:
+    meaningful = [w for w in shared if w not in GENERIC_WORDS or w in specific]
     entry_words = set(words_of(entry)) or {entry}
     return (len(meaningful), len(shared), round(len(shared) / len(entry_words), 3))
 
 
-def _event_candidate(entry: str, shared: list[str], vocabulary) -> Candidate:
+def _event_candidate(entry: str, shared: list[str], vocabulary,
+                     specific: frozenset = frozenset()) -> Candidate:
     events = _events(vocabulary, entry)
-    meaningful = [w for w in shared if w not in GENERIC_WORDS]
+    meaningful = [w for w in shared if w not in GENERIC_WORDS or w in specific]
     if not shared:
         why = "the reader's choice"
     else:
@@ -454,7 +510,7 @@ def _apply_choice(found: Phrase, choices: dict, rejected: list) -> Phrase:
     wanted = wanted.strip()
     chosen = next((c for c in found.candidates if c.atom == wanted), None)
     if chosen is None:
-        valid = _is_path(wanted) if found.kind == FIELD else _single_atom(wanted)
+        valid = _is_path(wanted) if found.kind == FIELD else _event_formula(wanted)
         if not valid:
             rejected.append(f"{found.phrase!r}: {wanted!r} is not "
                             f"{'a field path' if found.kind == FIELD else 'an atom name'}")
@@ -482,6 +538,18 @@ def _fields(m) -> tuple[str, str, bool]:
 
 def _single_atom(text: str) -> bool:
     return bool(ATOM_NAME.fullmatch(text)) and not _is_path(text)
+
+
+def _event_formula(text: str) -> bool:
+    """An atom name, or a formula of one step (atoms and comparisons, no temporal operator)."""
+    if _single_atom(text):
+        return True
+    try:
+        f = parse(text)
+    except FormulaSyntaxError:
+        return False
+    return all(g.op in ("atom", "cmp", "and", "or", "not", "true", "false")
+               for g in f.subformulas())
 
 
 def _is_path(text: str) -> bool:

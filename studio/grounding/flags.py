@@ -142,11 +142,11 @@ def reading_flags(readings: Sequence[Formula],
     out = []
     for i, f in enumerate(readings):
         hits = violated[f"reading {i}"]
-        examples = tuple(FlagExample(name, step) for name, step in hits[:examples])
+        shown = tuple(FlagExample(name, step) for name, step in hits[:examples])
         trigger = triggers.get(i)
         fired = None if trigger is None else len(violated[watched[trigger]])
         kind, note = _note(len(hits), len(sessions), trigger, fired, violated, watched, describe)
-        out.append(Flags(len(hits), len(sessions), examples, fired, kind, note))
+        out.append(Flags(len(hits), len(sessions), shown, fired, kind, note))
     return out
 
 

@@ -330,6 +330,9 @@ def _labeler_page_context(workspace, roles) -> dict:
 def labeler_list(request: HttpRequest, slug: str):
     workspace, roles = workspace_page(request, slug)
     form, errors = _blank_labeler_form(), {}
+    # prefilled from a reading whose phrase nothing in the logs produces (``?atom=&description=``)
+    for key in ("atom", "description"):
+        form[key] = request.GET.get(key, "")[:500] or form[key]
     tried = try_labels(workspace, "", "json")
     status = 200
     if request.method == "POST":

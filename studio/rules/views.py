@@ -25,6 +25,7 @@ from studio.workspaces.models import Role
 from . import authoring, services
 from .models import Rule, RuleVersion, VersionStatus
 from .monitoring import labeling_for
+from .sampling import stored_sample
 from .vocabulary import formula_warnings, reads_table, vocabulary_for
 
 
@@ -120,20 +121,25 @@ def rule_list(request: HttpRequest, slug: str):
 @login_required
 @require_POST
 def formalise_english(request: HttpRequest, slug: str):
-    """htmx (or a plain form post): an English rule read as a formula, with a link that starts
-    a new rule from it."""
+    """htmx (or a plain form post): an English rule read as a formula, each phrase with the
+    candidates the logs offer (``choice:PHRASE`` fields carry the author's picks, which
+    rewrite every reading), each reading with what it would flag on stored sessions, and a
+    link that starts a new rule from it."""
     workspace, roles = workspace_page(request, slug)
     english = request.POST.get("english", "")
     engine = request.POST.get("engine", "offline")
+    choices = {key[len("choice:"):]: value for key, value in request.POST.items()
+               if key.startswith("choice:") and value}
     context = {"workspace": workspace, "roles": roles, "english": english, "engine": engine}
     try:
         known = tuple(sorted(labeling_for(workspace).declared_atoms))
         vocabulary = vocabulary_for(workspace)
-        context["reading"] = authoring.formalise(english, engine, known, vocabulary)
+        context["reading"] = authoring.formalise(english, engine, known, vocabulary, choices,
+                                                 stored_sample(workspace))
     except ServiceError as exc:
         context["error"] = exc.message
-    if context.get("reading", {}).get("ok"):
-        reading = context["reading"]
+    reading = context.get("reading") or {}
+    if reading.get("ok"):
         context["use_query"] = urlencode({"formula": reading["formula"],
                                           "description": english.strip(),
                                           "name": reading["name"]})
@@ -142,9 +148,24 @@ def formalise_english(request: HttpRequest, slug: str):
             item["use_query"] = urlencode({"formula": item["formula"],
                                            "description": english.strip(),
                                            "name": reading["name"]})
+        for phrase in reading["mapping"]:
+            if phrase["candidates"] and phrase["candidates"][0]["new"]:
+                phrase["labeler_query"] = urlencode({
+                    "atom": phrase["atom"], "description": f"“{phrase['phrase']}” in: "
+                                                          f"{english.strip()[:300]}"})
+    if reading and (not reading.get("ok") or not reading.get("sure")):
+        context["builder_query"] = builder_prefill(reading)
     template = ("rules/_formalised.html" if request.headers.get("HX-Request")
                 else "rules/formalise.html")
     return render(request, template, context)
+
+
+def builder_prefill(reading: dict) -> str:
+    """The rule builder's query string with what a doubtful or refused reading understood:
+    its events, in the order they were named."""
+    events = [p["atom"] for p in reading.get("mapping", ()) if p["kind"] == "event"]
+    query = {slot: atom for slot, atom in zip(("p", "q", "r"), events)}
+    return urlencode(query)
 
 
 @login_required

@@ -132,6 +132,9 @@ def _stem_once(w: str) -> str:
     return w
 
 
+# The stem of one word as ``words_of`` takes it, before synonyms (``studio.grounding``).
+stem = _stem
+
 _STEMMED_SYNONYMS = {_stem(k): _stem(v) for k, v in _SYNONYMS.items()}
 _STEMMED_ACTORS = frozenset(_stem(w) for w in _ACTORS)
 _STEMMED_GENERIC = frozenset(_STEMMED_SYNONYMS.get(_stem(w), _stem(w)) for w in _GENERIC)
