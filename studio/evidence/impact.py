@@ -18,11 +18,12 @@ from studio.api.core import Conflict, ServiceError
 from studio.audits.models import AuditRun, RunStatus, ViolationRecord
 from studio.audits.services import audit_progress, create_run, pinned_labelers, upload_scope
 from studio.labeling import LabelerConfigError, labeling_from_snapshot
-from studio.logic.parser import FormulaSyntaxError
+from studio.logic.parser import FormulaSyntaxError, parse
 from studio.monitor import RuleError
 from studio.monitor.explain import explain_violation, residual_reading
 from studio.rules.models import RuleVersion, VersionStatus
 from studio.rules.monitoring import labeler_snapshot, ruleset_for
+from studio.rules.sampling import formula_flags
 from studio.traces.models import TraceSession, Upload
 from studio.workspaces.services import record
 
@@ -119,6 +120,8 @@ def impact_result(check: ImpactCheck) -> dict:
                                                for c in compared.changes]}
             ImpactCheck.objects.filter(pk=check.pk).update(summary=check.summary)
         out["summary"] = check.summary
+        # "0 sessions would change" reads differently when the version can never fire: say so
+        out["flags"] = formula_flags(check.version.rule.workspace, parse(check.formula))
     return out
 
 

@@ -29,6 +29,7 @@ from studio.logic import formula as fm
 from studio.logic.english.grounding import stem, words_of
 from studio.logic.formula import Formula
 from studio.logic.parser import FormulaSyntaxError, parse
+from studio.logic.vocabulary import MAX_EXAMPLES
 
 # Words that name no event on their own: a match on them alone grounds nothing for sure.
 GENERIC_WORDS = frozenset(w for word in (
@@ -113,58 +114,64 @@ def ground_by_evidence(readings: Sequence[Formula], mapping: Iterable, vocabular
     choices = dict(choices or {})
     rejected: list[str] = []
     phrases: list[Phrase] = []
-    atom_swap: dict[str, Formula] = {}
+    atom_swap: dict[Formula, Formula] = {}
     mapped_paths: dict[str, str] = {}
     for m in mapping:
         phrase, atom, grounded = _fields(m)
         if _is_path(atom):
             mapped_paths.setdefault(atom, phrase)
             continue
-        if not _single_atom(atom) and grounded:
-            continue    # a compound the reader built on purpose: kept as it is
-        if not _single_atom(atom):
-            continue
+        if not (_single_atom(atom) or _compound(atom)):
+            continue    # a comparison or a formula the reader built on purpose: kept
         found = _event_phrase(phrase, atom, grounded, vocabulary)
         found = _apply_choice(found, choices, rejected)
         if any(p.phrase == found.phrase for p in phrases):
             continue
         phrases.append(found)
         if found.atom != atom:
-            atom_swap[atom] = _parsed(found.atom)
+            atom_swap[_parsed(atom)] = _parsed(found.atom)
+    # values: a text compared with a field that never showed it
+    for reading in readings:
+        for node in _swap_atoms(reading, atom_swap).subformulas():
+            if node.op != "cmp" or node in atom_swap:
+                continue
+            found = _value_phrase(node, vocabulary)
+            if found is None or any(p.phrase == found.phrase for p in phrases):
+                continue
+            found = _apply_choice(found, choices, rejected)
+            phrases.append(found)
+            if found.atom != node.text:
+                atom_swap[node] = _parsed(found.atom)
     # fields: each comparison's path with the event it is tied to
     known = frozenset(getattr(vocabulary, "atoms", ()) or ())
-    path_swap: dict[tuple[str, str], str] = {}
-    field_phrases: dict[tuple[str, str], Phrase] = {}
+    path_swap: dict[str, str] = {}
+    occurrences: dict[str, tuple[str, object]] = {}
     for reading in readings:
         for path, tied, value in _compared_paths(_swap_atoms(reading, atom_swap), known):
-            key = (path, tied)
-            if key in field_phrases:
-                continue
-            name = mapped_paths.get(path) or " ".join(_field_words(path)) or path
-            found = _field_phrase(name, path, tied, value, vocabulary)
-            field_phrases[key] = found
-    used_names: dict[str, int] = {}
-    for found in field_phrases.values():
-        used_names[found.phrase] = used_names.get(found.phrase, 0) + 1
-    for key, found in field_phrases.items():
-        if used_names[found.phrase] > 1 and found.tied_to:
-            found = _renamed(found, f"{found.phrase} (of {_event_name(found.tied_to)})")
+            # one phrase, one field in every reading: tied to the event some reading ties it
+            # to (a call before a label or a role), the comparison's value kept for its type
+            held = occurrences.get(path)
+            if held is None or _tie_rank(tied) > _tie_rank(held[0]):
+                occurrences[path] = (tied, value if held is None else held[1])
+    for path, (tied, value) in occurrences.items():
+        name = mapped_paths.get(path) or " ".join(_field_words(path)) or path
+        found = _field_phrase(name, path, tied, value, vocabulary)
         found = _apply_choice(found, choices, rejected)
         phrases.append(found)
-        if found.atom != key[0]:
-            path_swap[key] = found.atom
+        if found.atom != path:
+            path_swap[path] = found.atom
     for phrase in choices:
         if not any(p.phrase == phrase for p in phrases):
             rejected.append(f"no phrase {phrase!r} in this reading")
     rewritten: list[Formula] = []
     origins: list[int] = []
     for index, reading in enumerate(readings):
-        new = _swap_paths(_swap_atoms(reading, atom_swap), path_swap, known)
+        new = _swap_paths(_swap_atoms(reading, atom_swap), path_swap)
         if new not in rewritten:
             rewritten.append(new)
             origins.append(index)
     return Grounded(tuple(rewritten), tuple(phrases), tuple(rejected), tuple(origins),
-                    tuple((old, new.text) for old, new in atom_swap.items()))
+                    tuple((old.text, new.text) for old, new in atom_swap.items()))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -183,17 +190,38 @@ def _specific(phrase: str) -> frozenset:
     return frozenset(out)
 
 
+def _entry_words(entry: str) -> set[str]:
+    """The words of an entry: an atom's, or the union of a compound's atoms'."""
+    if _single_atom(entry):
+        return set(words_of(entry))
+    return {w for g in _parsed(entry).subformulas() if g.op == "atom" for w in words_of(g.name)}
+
+
+def _common_words(known: set) -> frozenset:
+    """Words that several tools and labels of this workspace share ("customer" in
+    ``customer_confirmed`` and ``customer_vulnerable``): one of them alone tells no entry from
+    another."""
+    seen: dict[str, int] = {}
+    for entry in known:
+        if not entry.startswith("role:"):
+            for w in set(words_of(entry)):
+                seen[w] = seen.get(w, 0) + 1
+    return frozenset(w for w, n in seen.items() if n >= 2)
+
+
 def _event_phrase(phrase: str, atom: str, grounded: bool, vocabulary) -> Phrase:
     words = set(words_of(phrase))
     specific = _specific(phrase)
     known = set(getattr(vocabulary, "atoms", ()) or ())
+    common = _common_words(known)
+    entries = sorted(known | ({atom} if grounded and _compound(atom) else set()))
     scored: list[tuple[tuple, str, list]] = []
-    for entry in sorted(known):
+    for entry in entries:
         if entry.startswith("role:"):
             continue
-        shared = sorted(words & set(words_of(entry)))
+        shared = sorted(words & _entry_words(entry))
         if shared:
-            scored.append((_strength(shared, entry, specific), entry, shared))
+            scored.append((_strength(shared, entry, specific, words, common), entry, shared))
     scored.sort(key=lambda s: (s[0], _events(vocabulary, s[1])), reverse=True)
     by_entry = {entry: (score, shared) for score, entry, shared in scored}
     values = _value_candidates(phrase, vocabulary)
@@ -201,20 +229,28 @@ def _event_phrase(phrase: str, atom: str, grounded: bool, vocabulary) -> Phrase:
         f"“{phrase}” as a new fact of its own"), warning=NEW_ATOM_WARNING, new=True)
     original_score, original_shared = by_entry.get(atom, ((0, 0, 0.0), []))
     strong = [(s, e, sh) for s, e, sh in scored if s[0] > 0]
-    proposed_is_strong = grounded and atom in known and original_score[0] > 0
+    produced = atom in known or (_compound(atom) and _atoms_of(atom) <= known)
+    proposed_is_strong = grounded and produced and original_score[0] > 0
     out: list[Candidate] = []
     if proposed_is_strong:
-        out.append(_event_candidate(atom, original_shared, vocabulary, specific))
-        rivals = [e for s, e, _ in strong if e != atom and s[:2] >= original_score[:2]]
+        out.append(_event_candidate(atom, original_shared, vocabulary, specific, words, common))
+        rivals = [e for s, e, _ in strong if e != atom and s[:2] >= original_score[:2]
+                  and not (_compound(atom) and e in _atoms_of(atom))]
         sure = not rivals
-    elif grounded and atom in known:
+    elif grounded and produced and atom not in by_entry:
+        # matched by what the reader knows and words alone do not show (initials, a
+        # synonym): kept first, not sure
+        out.append(_event_candidate(atom, [], vocabulary, specific, words, common))
+        sure = False
+    elif grounded and produced:
         # the reader's match shares only generic words with the phrase
         if strong:
-            out.append(_event_candidate(strong[0][1], strong[0][2], vocabulary, specific))
+            out.append(_event_candidate(strong[0][1], strong[0][2], vocabulary, specific,
+                                        words, common))
         out.append(invented)
         sure = False
     elif atom in known:
-        out.append(_event_candidate(atom, original_shared, vocabulary, specific))
+        out.append(_event_candidate(atom, original_shared, vocabulary, specific, words, common))
         sure = bool(original_score[0] > 0) and not [e for _, e, _ in strong if e != atom]
     elif values and not strong:
         # no entry is named like the phrase, but the logs show one of its words as a value
@@ -231,13 +267,51 @@ def _event_phrase(phrase: str, atom: str, grounded: bool, vocabulary) -> Phrase:
         if len(out) >= MAX_CANDIDATES:
             break
         if all(c.atom != entry for c in out):
-            out.append(_event_candidate(entry, shared, vocabulary, specific))
+            out.append(_event_candidate(entry, shared, vocabulary, specific, words, common))
     if all(not c.new for c in out) and len(out) < MAX_CANDIDATES + 1:
         out.append(invented)
+    refined = _own_values(phrase, out[0], vocabulary) if not out[0].new else []
+    if refined:
+        # "passcodes delivered by email": the call, with the value its own argument shows
+        out = refined + [c for c in out if all(c.atom != r.atom for r in refined)]
+        out = out[:MAX_CANDIDATES + 1]
+        sure = False
     first = out[0]
     # a new atom is never sure: nothing in the logs says what it is
     return Phrase(phrase, EVENT, first.atom, not first.new, sure and not first.new, tuple(out),
                   proposed=atom)
+
+
+def _own_values(phrase: str, chosen: Candidate, vocabulary) -> list[Candidate]:
+    """The chosen call narrowed by a value its own events show that the phrase names and the
+    call's name does not ("pushes to main" -> ``tool_call:git_push & output.args.branch ==
+    "main"``): the call's arguments first, then the event's other text fields."""
+    call = chosen.atom
+    if not (call.startswith("tool_call:") and _single_atom(call)
+            and getattr(vocabulary, "evidence", ())):
+        return []
+    text = phrase.lower()
+    name_words = set(words_of(call))
+    found = []
+    for path in sorted(getattr(vocabulary, "paths", {}) or {},
+                       key=lambda q: (not q.startswith("output."), q)):
+        if "string" not in vocabulary.paths[path] or not vocabulary.carriers_of(path).get(call):
+            continue
+        for value in vocabulary.examples_of(path, call):
+            if not isinstance(value, str) or len(value) < 2 or value.lower() in _NOT_VALUES:
+                continue
+            if set(words_of(value)) <= name_words:
+                continue
+            if re.search(r"(?<![a-z0-9])" + re.escape(value.lower()) + r"(?![a-z0-9])", text):
+                formula = fm.And(fm.Atom(call), fm.Compare(("path", path), "==", ("const", value)))
+                found.append(Candidate(
+                    formula.text, tuple(vocabulary.examples_of(path, call)),
+                    vocabulary.carriers_of(path)[call],
+                    f"{_event_name(call)} whose {path.rsplit('.', 1)[-1]} is “{value}”, a value "
+                    f"its own events show",
+                    "" if path.startswith("output.") else
+                    f"{path} is a field of the whole event, not of the call's arguments"))
+    return found[:3]
 
 
 def _value_candidates(phrase: str, vocabulary) -> list[Candidate]:
@@ -273,24 +347,39 @@ _NOT_VALUES = frozenset("a an the to of in on at by for from with and or not no 
                         "member members customers".split())
 
 
-def _strength(shared: list[str], entry: str, specific: frozenset = frozenset()) -> tuple:
+def _meaningful(shared, specific: frozenset, phrase_words: set, common: frozenset) -> list:
+    """The shared words that tell this entry apart: not generic (unless the phrase says them by
+    a specific word), and, when the phrase says much more, not a word several entries share."""
     meaningful = [w for w in shared if w not in GENERIC_WORDS or w in specific]
-    entry_words = set(words_of(entry)) or {entry}
+    said = {w for w in phrase_words if w not in GENERIC_WORDS}
+    if len(meaningful) == 1 and meaningful[0] in common and len(said) >= 3:
+        return []
+    return meaningful
+
+
+def _strength(shared: list[str], entry: str, specific: frozenset = frozenset(),
+              phrase_words: set = frozenset(), common: frozenset = frozenset()) -> tuple:
+    meaningful = _meaningful(shared, specific, phrase_words, common)
+    entry_words = _entry_words(entry) or {entry}
     return (len(meaningful), len(shared), round(len(shared) / len(entry_words), 3))
 
 
 def _event_candidate(entry: str, shared: list[str], vocabulary,
-                     specific: frozenset = frozenset()) -> Candidate:
+                     specific: frozenset = frozenset(), phrase_words: set = frozenset(),
+                     common: frozenset = frozenset()) -> Candidate:
     events = _events(vocabulary, entry)
-    meaningful = [w for w in shared if w not in GENERIC_WORDS or w in specific]
+    meaningful = _meaningful(shared, specific, phrase_words, common)
     if not shared:
         why = "the reader's choice"
     else:
         why = f"shares {_quoted(shared)} with the phrase"
     warning = ""
     if shared and not meaningful:
-        warning = (f"matches only the generic word{'s' if len(shared) > 1 else ''} "
-                   f"{_quoted(shared)}: check that {_event_name(entry)} is what you mean")
+        kind = "generic" if all(w in GENERIC_WORDS for w in shared) else "common"
+        warning = (f"matches only the {kind} word{'s' if len(shared) > 1 else ''} "
+                   f"{_quoted(shared)}"
+                   + (", which several entries of your logs share" if kind == "common" else "")
+                   + f": check that {_event_name(entry)} is what you mean")
     if getattr(vocabulary, "evidence", ()) and not events and not warning:
         warning = "declared, but no stored event shows it yet"
     return Candidate(entry, tuple(_event_examples(entry, vocabulary)), events, why, warning)
@@ -332,6 +421,46 @@ def _new_name(phrase: str, atom: str, grounded: bool, known: set) -> str:
     if not re.match(r"[a-z_]", name):
         name = "x_" + name
     return name if name not in known else name + "_new"
+
+
+# ---------------------------------------------------------------------------------------------
+# Values
+
+VALUE = "value"
+
+
+def _value_phrase(node: Formula, vocabulary) -> Phrase | None:
+    """A comparison of a text field with a value the field never showed, when the logs show
+    every value it took (fewer than ``MAX_EXAMPLES`` distinct ones): the same value spelled
+    otherwise on that field, or another field that shows the value's words."""
+    c = node.payload
+    if c.op not in ("==", "!=") or c.left[0] != "path" or c.right[0] != "const":
+        return None
+    path, value = c.left[1], c.right[1]
+    if not isinstance(value, str) or not getattr(vocabulary, "evidence", ()):
+        return None
+    seen = [v for v in vocabulary.examples_of(path) if isinstance(v, str)]
+    if value in seen or not seen or len(vocabulary.examples_of(path)) >= MAX_EXAMPLES:
+        return None
+    phrase = f"“{value}”"
+    out: list[Candidate] = []
+    same = [v for v in seen if v.lower() == value.lower()]
+    for v in same:
+        text = fm.Compare(("path", path), c.op, ("const", v)).text
+        out.append(Candidate(text, tuple(seen), vocabulary.events_of(path),
+                             f"the value as {path} spells it"))
+    for candidate in _value_candidates(value, vocabulary):
+        if c.op == "!=":
+            continue
+        if all(o.atom != candidate.atom for o in out):
+            out.append(candidate)
+    warning = (f"{path} never shows “{value}”: the values it shows are "
+               f"{_values(seen)}")
+    out.append(Candidate(node.text, tuple(seen), 0, "the value as the rule says it", warning))
+    sure = bool(same) and len(out) == 2
+    first = out[0]
+    return Phrase(phrase, VALUE, first.atom, first.atom != node.text, sure, tuple(out),
+                  proposed=node.text)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -471,36 +600,41 @@ def _tied_event(conjunction: Formula, known: frozenset) -> str:
 # ---------------------------------------------------------------------------------------------
 # Rewriting
 
-def _swap_atoms(f: Formula, swap: Mapping[str, Formula]) -> Formula:
+def _swap_atoms(f: Formula, swap: Mapping[Formula, Formula]) -> Formula:
+    """``f`` with every node that is a key of ``swap`` (an atom, a comparison, an and/or of
+    atoms the reader built) replaced by its value."""
     if not swap:
         return f
+    found = swap.get(f)
+    if found is not None:
+        return found
     if f.op == "atom":
-        return swap.get(f.name, f)
+        return f
     if not f.args:
         return f
     return fm.rebuild(f, tuple(_swap_atoms(a, swap) for a in f.args))
 
 
-def _swap_paths(f: Formula, swap: Mapping[tuple[str, str], str], known: frozenset,
-                tied: str = "") -> Formula:
+def _swap_paths(f: Formula, swap: Mapping[str, str]) -> Formula:
     if not swap:
         return f
     if f.op == "cmp":
         c = f.payload
         left, right = c.left, c.right
-        if left[0] in ("path", "prev") and (left[1], tied) in swap:
-            left = (left[0], swap[(left[1], tied)])
-        if right[0] in ("path", "prev") and (right[1], tied) in swap:
-            right = (right[0], swap[(right[1], tied)])
+        if left[0] in ("path", "prev") and left[1] in swap:
+            left = (left[0], swap[left[1]])
+        if right[0] in ("path", "prev") and right[1] in swap:
+            right = (right[0], swap[right[1]])
         return fm.Compare(left, c.op, right)
     if not f.args:
         return f
-    if f.op == "and":
-        tied_here = _tied_event(f, known) or tied
-        return fm.rebuild(f, tuple(_swap_paths(a, swap, known,
-                                               tied_here if a.op == "cmp" else "")
-                                   for a in f.args))
-    return fm.rebuild(f, tuple(_swap_paths(a, swap, known, "") for a in f.args))
+    return fm.rebuild(f, tuple(_swap_paths(a, swap) for a in f.args))
+
+
+def _tie_rank(tied: str) -> int:
+    if not tied:
+        return 0
+    return 3 if tied.startswith("tool_call:") else 1 if tied.startswith("role:") else 2
 
 
 def _apply_choice(found: Phrase, choices: dict, rejected: list) -> Phrase:
@@ -522,11 +656,6 @@ def _apply_choice(found: Phrase, choices: dict, rejected: list) -> Phrase:
                   (chosen, *rest), found.proposed, found.tied_to, chosen_by_author=True)
 
 
-def _renamed(found: Phrase, name: str) -> Phrase:
-    return Phrase(name, found.kind, found.atom, found.grounded, found.sure, found.candidates,
-                  found.proposed, found.tied_to, found.chosen_by_author)
-
-
 # ---------------------------------------------------------------------------------------------
 # Small helpers
 
@@ -538,6 +667,21 @@ def _fields(m) -> tuple[str, str, bool]:
 
 def _single_atom(text: str) -> bool:
     return bool(ATOM_NAME.fullmatch(text)) and not _is_path(text)
+
+
+def _compound(text: str) -> bool:
+    """An and/or of atoms (the reader's "any of these calls")."""
+    if _single_atom(text):
+        return False
+    try:
+        f = parse(text)
+    except FormulaSyntaxError:
+        return False
+    return all(g.op in ("atom", "and", "or") for g in f.subformulas())
+
+
+def _atoms_of(text: str) -> set[str]:
+    return {g.name for g in _parsed(text).subformulas() if g.op == "atom"}
 
 
 def _event_formula(text: str) -> bool:

@@ -22,6 +22,7 @@ from studio.workspaces.models import Role
 
 from . import services
 from .models import Labeler, Rule, RuleSet, RuleVersion, VersionStatus
+from .sampling import formula_flags
 from .vocabulary import formula_warnings, reads_table, vocabulary_for
 
 router = Router(tags=["rules"])
@@ -222,6 +223,10 @@ class FormulaCheckOut(Schema):
     instance_level: bool | None = Field(description="of the form G phi: every step opens an "
                                                     "obligation, each failure is a violation")
     error: FormulaError | None
+    flags: dict[str, Any] | None = Field(
+        None, description="what the formula would flag on the newest stored sessions: "
+                          "flagged, sampled, examples (session, step), kind (never_fires, "
+                          "every_session, never_flags or empty), note and summary in words")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -526,4 +531,5 @@ def check_formula(request, slug: str, body: FormulaCheckIn):
     known = vocabulary_for(workspace)
     return {"ok": True, "formula": to_text(formula), "unicode": to_text(formula, unicode=True),
             **reads_table(formula, known), "warnings": formula_warnings(formula, known),
-            "instance_level": compiled.instance_level, "error": None}
+            "instance_level": compiled.instance_level, "error": None,
+            "flags": formula_flags(workspace, formula)}

@@ -9,10 +9,16 @@ sample says so.
 
 from __future__ import annotations
 
+import threading
+import time
 from dataclasses import dataclass, field
 
-from studio.grounding.flags import SAMPLE_EVENTS, SAMPLE_SESSIONS
+from django.db.models import Count, Max
+
+from studio.grounding.flags import SAMPLE_EVENTS, SAMPLE_SESSIONS, reading_flags
 from studio.labeling import labeling_from_snapshot
+from studio.logic import review
+from studio.logic.formula import Formula
 from studio.traces.models import Event, TraceSession
 
 from .monitoring import labeler_snapshot
@@ -61,3 +67,43 @@ def stored_sample(workspace, max_sessions: int = SAMPLE_SESSIONS,
         sample.events += 1
     sample.sessions = [(names[i], grouped[i]) for i in ids if grouped[i]]
     return sample
+
+
+# A sample read for one workspace is reused for a short while: the editor asks on every pause
+# in typing.  Keyed by the workspace and its newest event, so new events are seen at once.
+SAMPLE_REUSE_SECONDS = 30.0
+_SAMPLES_KEPT = 8
+_samples: dict[tuple, tuple[float, Sample]] = {}
+_samples_lock = threading.Lock()
+
+
+def recent_sample(workspace) -> Sample:
+    """``stored_sample`` reused for ``SAMPLE_REUSE_SECONDS`` while no session got a new event."""
+    newest = (TraceSession.objects.filter(workspace=workspace)
+              .aggregate(last=Max("last_event_at"), count=Count("id")))
+    key = (workspace.pk, newest["last"], newest["count"])
+    now = time.monotonic()
+    with _samples_lock:
+        found = _samples.get(key)
+        if found is not None and found[0] > now:
+            return found[1]
+    sample = stored_sample(workspace)
+    with _samples_lock:
+        if len(_samples) >= _SAMPLES_KEPT:
+            _samples.clear()
+        _samples[key] = (now + SAMPLE_REUSE_SECONDS, sample)
+    return sample
+
+
+def formula_flags(workspace, formula: Formula) -> dict:
+    """What ``formula`` would flag on the workspace's newest stored sessions (the sample
+    stated), with a note in words when it would never fire or would flag every session."""
+    sample = recent_sample(workspace)
+    [flags] = reading_flags([formula], sample.sessions, sample.label, describe=event_words)
+    return {**flags.as_dict(), "sample": sample.as_dict()}
+
+
+def event_words(f: Formula) -> str:
+    """An event of a rule in words, for the notes of what a reading would flag."""
+    text = review.explain(f)
+    return text[:-1] if text.endswith(".") else text

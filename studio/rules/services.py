@@ -342,12 +342,22 @@ def _review(version: RuleVersion, actor, outcome: str, comment: str) -> RuleVers
         # What the reviewer had before them: the test cases' outcome and what the version
         # changes on stored sessions (None: no impact check was run).
         evidence = {"cases": summary(check_version(version)),
-                    "impact": counts_for_approval(version)}
+                    "impact": counts_for_approval(version),
+                    "flags": _flags_for_record(workspace, version)}
     # The log entry is the lasting record of who approved which version, and when (UTC).
     record(workspace, actor, f"rule_version.{outcome}", version, rule=version.rule.name,
            rule_id=version.rule_id, number=version.number, formula=version.formula,
            comment=comment, reviewed_at=now.isoformat(), **evidence)
     return version
+
+
+def _flags_for_record(workspace, version: RuleVersion) -> dict:
+    """What the approved version would flag on the newest stored sessions, as the review page
+    showed it: the counts and the note (a version that would never fire says so)."""
+    from .sampling import formula_flags
+
+    found = formula_flags(workspace, parse(version.formula))
+    return {k: found[k] for k in ("flagged", "sampled", "fired", "kind", "note")}
 
 
 @transaction.atomic

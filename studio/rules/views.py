@@ -25,7 +25,7 @@ from studio.workspaces.models import Role
 from . import authoring, services
 from .models import Rule, RuleVersion, VersionStatus
 from .monitoring import labeling_for
-from .sampling import stored_sample
+from .sampling import formula_flags, stored_sample
 from .vocabulary import formula_warnings, reads_table, vocabulary_for
 
 
@@ -50,7 +50,8 @@ def describe_formula(workspace, text: str) -> dict:
     reads = reads_table(formula, known)
     return {"pretty": formula.text, "atoms": reads["atoms"], "paths": reads["paths"],
             "warnings": formula_warnings(formula, known),
-            "unlabelled": [a["atom"] for a in reads["atoms"] if not a["produced"]]}
+            "unlabelled": [a["atom"] for a in reads["atoms"] if not a["produced"]],
+            "flags": formula_flags(workspace, formula)}
 
 
 def counting_choices(formula_text: str, chosen: str) -> tuple[dict, list[dict]]:
@@ -187,6 +188,7 @@ def review_aids(request: HttpRequest, slug: str, rule_id: int):
                                                 previous.formula if previous else None,
                                                 selected.counting or None,
                                                 previous.counting if previous else None)
+        context["aids"]["flags"] = formula_flags(workspace, parse(selected.formula))
     except ServiceError as exc:
         context["error"] = exc.message
     template = ("rules/_aids.html" if request.headers.get("HX-Request")

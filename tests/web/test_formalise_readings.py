@@ -83,7 +83,7 @@ def test_a_plain_rule_has_one_reading_with_its_english(bank):
     body = _formalise(bank, "Never send money.")
     assert [r["formula"] for r in body["readings"]] == ["G !tool_call:send_money"]
     assert body["readings"][0]["trace"] == [] and body["readings"][0]["against"] is None
-    assert "tool_call:send_money" in body["readings"][0]["english"]
+    assert "the agent calls send_money" in body["readings"][0]["english"]
 
 
 def test_bad_english_still_answers_the_same_shape(bank):
@@ -97,7 +97,9 @@ def test_the_page_shows_the_mapping_and_a_button_per_reading_that_fills_the_edit
     page = bank["page"].post("/w/bank/rules/formalise",
                              {"english": "Do not send money before verifying the identity."},
                              HTTP_HX_REQUEST="true").content.decode()
-    assert "found in this workspace" in page and "tool_call:send_money" in page
+    # each phrase with the entry it became and why (the words it shares with the entry)
+    assert 'name="choice:' in page and "tool_call:send_money" in page
+    assert "with the phrase" in page
     assert "Use reading 1" in page and "Use reading 2" in page
     links = [part.split('"', 1)[0] for part in page.split('href="/w/bank/rules/?')[1:]]
     formulas = set()
