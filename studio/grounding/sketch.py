@@ -44,6 +44,7 @@ _WITHIN = re.compile(r"\bwithin\s+(\d+|one|two|three|four|five|six|seven|eight|n
                      r"(?:steps?|turns?|messages?|events?)", re.IGNORECASE)
 _COUNT = re.compile(r"\b(?:max(?:imum)?|at most|no more than|not more than|up to|only)\s+"
                     r"(one|two|three|four|five|\d+)\b(?!\s?[%$£€])", re.IGNORECASE)
+_ATOM = re.compile(r"[a-z_][a-z0-9_:.\-]*")
 _WORD_NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
                  "eight": 8, "nine": 9, "ten": 10}
 
@@ -61,7 +62,7 @@ def sketch(english: str, vocabulary) -> tuple[list[tuple[Formula, str]], list[Gr
     mentions = _mentions(english, vocabulary)
     if not mentions:
         return [], []
-    events = [fm.Atom(m.atom) if not _compound_text(m.atom) else _parse(m.atom)
+    events = [fm.Atom(m.atom) if _ATOM.fullmatch(m.atom) else _parse(m.atom)
               for m in mentions]
     first = events[0]
     negated = bool(_NEGATION.search(english))
@@ -224,10 +225,6 @@ def _order(english: str, mentions: list[Mention], events: list[Formula]):
         return events[1], events[0]
     # "only after", "once", "until", "unless", "without": the first named needs the second
     return events[0], events[1]
-
-
-def _compound_text(text: str) -> bool:
-    return " & " in text or " | " in text
 
 
 def _parse(text: str) -> Formula:
