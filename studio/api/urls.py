@@ -48,12 +48,14 @@ def invalid(request, exc: ValidationError):
 
 
 def _register_routers() -> None:
-    # Each app owns its router in <app>/api.py (and rules also authoring_api.py); imported here
-    # so URL loading wires them all.
+    # Each app owns its router in <app>/api.py (and rules also authoring_api.py and
+    # builder_api.py); imported here so URL loading wires them all.  The builder's
+    # rules/build comes before rules/{rule_id}, whose converter would take "build" as an id.
     from importlib import import_module
 
-    for module_name, prefix in [("workspaces.api", "/w/"), ("rules.api", "/w/"),
-                                ("rules.authoring_api", "/"), ("rules.guards_api", "/"),
+    for module_name, prefix in [("workspaces.api", "/w/"), ("rules.builder_api", "/"),
+                                ("rules.api", "/w/"), ("rules.authoring_api", "/"),
+                                ("rules.guards_api", "/"),
                                 ("traces.api", "/w/"),
                                 ("audits.api", "/w/"), ("evidence.api", "/w/"), ("live.api", "/"),
                                 ("guard.api", "/")]:

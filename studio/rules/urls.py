@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import guard_views, library_views, setup_views, views
+from . import builder_views, guard_views, library_views, setup_views, views
 
 urlpatterns = [
     path("w/<slug:slug>/rules/", views.rule_list, name="rules"),
@@ -14,6 +14,7 @@ urlpatterns = [
          name="rule_set"),
     path("w/<slug:slug>/rules/library", library_views.add_from_library, name="rule_library"),
     path("w/<slug:slug>/rules/formalise", views.formalise_english, name="formalise"),
+    path("w/<slug:slug>/rules/build/", builder_views.rule_builder, name="rule_builder"),
     path("w/<slug:slug>/rules/<int:rule_id>/review-aids", views.review_aids,
          name="review_aids"),
     path("w/<slug:slug>/guards/", guard_views.guard_list, name="guards"),
