@@ -63,7 +63,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -816,3 +816,58 @@ __all__ = [
     "event_words", "english", "exactly_once", "operators_for", "own_fields", "parse_value",
     "precedence_chain", "response_chain", "scoped", "slots_of", "within",
 ]
+
+
+def prefill(formula: Formula | None, events: Sequence[str] = ()) -> dict[str, list[str]]:
+    """The builder's query parameters for what a reading understood: the pattern of its
+    common shapes (``G !E``, ``G (P -> F Q)``, ``G (P -> F[0,n] Q)``, ``G (P -> O Q)``), each
+    event's atom and conditions; otherwise ``events`` (the atoms the reading named) as
+    ``p``, ``q``, ``r``.  Values are lists, as ``urlencode(..., doseq=True)`` takes them."""
+    shape = _shape(formula) if formula is not None else None
+    if shape is None:
+        return {slot: [atom] for slot, atom in zip(("p", "q", "r"), events)}
+    pattern, slots, n = shape
+    out: dict[str, list[str]] = {"pattern": [pattern]}
+    if n is not None:
+        out["n"] = [str(n)]
+    for slot, event in slots.items():
+        atoms = [a.name for a in _conjuncts(event) if a.op == "atom"]
+        if atoms:
+            out[slot] = [atoms[0]]
+        for c in (a for a in _conjuncts(event) if a.op == "cmp"):
+            left, right = c.payload.left, c.payload.right
+            if left[0] != "path" or right[0] != "const":
+                continue
+            value = right[1]
+            out.setdefault(f"{slot}_path", []).append(left[1])
+            out.setdefault(f"{slot}_op", []).append(c.payload.op)
+            out.setdefault(f"{slot}_value", []).append(
+                f'"{value}"' if isinstance(value, str) else str(value).lower()
+                if isinstance(value, bool) else str(value))
+    return out
+
+
+def _conjuncts(f: Formula) -> tuple[Formula, ...]:
+    return f.args if f.op == "and" else (f,)
+
+
+def _plain_event(f: Formula) -> bool:
+    return all(a.op in ("atom", "cmp") for a in _conjuncts(f))
+
+
+def _shape(f: Formula):
+    if f.op != "G":
+        return None
+    body = f.args[0]
+    if body.op == "not" and _plain_event(body.args[0]):
+        return "absence", {"p": body.args[0]}, None
+    if body.op != "implies" or not _plain_event(body.args[0]):
+        return None
+    trigger, then = body.args
+    if then.op == "F" and _plain_event(then.args[0]):
+        return "response", {"p": trigger, "q": then.args[0]}, None
+    if then.op == "F[]" and then.payload[0] == 0 and _plain_event(then.args[0]):
+        return "bounded_response", {"p": trigger, "q": then.args[0]}, then.payload[1]
+    if then.op == "O" and _plain_event(then.args[0]):
+        return "precedence", {"p": then.args[0], "q": trigger}, None
+    return None

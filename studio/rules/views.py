@@ -14,6 +14,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
 from studio.api.core import ServiceError
+from studio.grounding import builder
 from studio.logic.parser import FormulaSyntaxError, parse
 from studio.logic.progression import nnf
 from studio.monitor import RuleError, compile_rule
@@ -163,10 +164,15 @@ def formalise_english(request: HttpRequest, slug: str):
 
 def builder_prefill(reading: dict) -> str:
     """The rule builder's query string with what a doubtful or refused reading understood:
-    its events, in the order they were named."""
+    the first reading's pattern and events with their conditions, or the events it named."""
     events = [p["atom"] for p in reading.get("mapping", ()) if p["kind"] == "event"]
-    query = {slot: atom for slot, atom in zip(("p", "q", "r"), events)}
-    return urlencode(query)
+    first = None
+    if reading.get("ok") and reading.get("formula"):
+        try:
+            first = parse(reading["formula"])
+        except FormulaSyntaxError:
+            first = None
+    return urlencode(builder.prefill(first, events), doseq=True)
 
 
 @login_required

@@ -3,6 +3,7 @@ definition says; slots are events of the logs; English in plain words; one error
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -16,6 +17,7 @@ from studio.logic import patterns
 from studio.logic.finite import holds
 from studio.logic.formula import And, Atom, Compare
 from studio.logic.parser import parse
+from studio.logic.review import distinguishing_trace
 from studio.logic.vocabulary import Vocabulary
 from studio.monitor import compile_rule
 
@@ -347,3 +349,28 @@ def test_the_builder_imports_no_django():
     out = subprocess.run([sys.executable, "-c", "import sys, studio.grounding.builder; "
                           "print('django' in sys.modules)"], capture_output=True, text=True)
     assert out.stdout.strip() == "False", out.stderr
+
+
+@pytest.mark.parametrize("text", [
+    "G !(tool_call:issue_refund & output.args.amount > 500)",
+    "G (tool_call:issue_refund & output.args.amount > 500 -> F[0,3] tool_call:escalate)",
+    "G (tool_call:ship -> O tool_call:pay)",
+    'G (tool_call:deploy & output.args.env == "prod" -> F tool_call:notify)',
+])
+def test_a_reading_prefills_the_builder_with_the_same_rule(text):
+    from studio.grounding.builder import build, prefill
+
+    query = prefill(parse(text))
+    slots = {}
+    for slot in ("p", "q"):
+        if slot in query:
+            conditions = []
+            for path, op, value in zip(query.get(f"{slot}_path", []),
+                                       query.get(f"{slot}_op", []),
+                                       query.get(f"{slot}_value", [])):
+                value = json.loads(value)
+                conditions.append({"path": path, "op": op, "value": value})
+            slots[slot] = {"atom": query[slot][0], "conditions": conditions}
+    n = int(query["n"][0]) if "n" in query else None
+    built = build(query["pattern"][0], "globally", slots, n)
+    assert distinguishing_trace(built.formula, parse(text)) is None
