@@ -100,6 +100,17 @@ class Grounded:
     rejected: tuple[str, ...] = ()
     origins: tuple[int, ...] = ()       # per reading: the index of the reader's reading it is
     renamed: tuple[tuple[str, str], ...] = ()   # atoms the evidence replaced, old -> new text
+    paths_renamed: tuple[tuple[str, str], ...] = ()     # fields it replaced, old -> new path
+
+    def relabel(self, label: str) -> str:
+        """A label of a reader's trace (an atom, or a comparison's text) as the rewritten
+        readings name it."""
+        for old, new in self.renamed:
+            if label == old:
+                return new
+        for old, new in self.paths_renamed:
+            label = re.sub(r"(?<![\w.])" + re.escape(old) + r"(?![\w.])", new, label)
+        return label
 
     @property
     def sure(self) -> bool:
@@ -171,7 +182,8 @@ def ground_by_evidence(readings: Sequence[Formula], mapping: Iterable, vocabular
             rewritten.append(new)
             origins.append(index)
     return Grounded(tuple(rewritten), tuple(phrases), tuple(rejected), tuple(origins),
-                    tuple((old.text, new.text) for old, new in atom_swap.items()))
+                    tuple((old.text, new.text) for old, new in atom_swap.items()),
+                    tuple(path_swap.items()))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -642,6 +654,9 @@ def _apply_choice(found: Phrase, choices: dict, rejected: list) -> Phrase:
     if wanted is None:
         return found
     wanted = wanted.strip()
+    if wanted == found.atom:
+        # the page posts every picker: keeping the first candidate is no choice of its own
+        return found
     chosen = next((c for c in found.candidates if c.atom == wanted), None)
     if chosen is None:
         valid = _is_path(wanted) if found.kind == FIELD else _event_formula(wanted)

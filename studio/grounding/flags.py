@@ -181,24 +181,21 @@ def _note(flagged: int, sampled: int, trigger: Formula | None, fired: int | None
                                "that this is what you mean (a rule every session breaks is "
                                "often read the wrong way round).")
     if not flagged and trigger is not None:
-        return NEVER_FLAGS, (f"{_capital(describe(trigger))} occurs in {fired} of the "
-                             f"{sampled} sessions tried, and each time the rule was kept.")
+        return NEVER_FLAGS, (f"It applies when {describe(trigger)}: that happens in {fired} of "
+                             f"the {sampled} sessions tried, and each time the rule was kept.")
     return "", ""
 
 
 def _never_fires(trigger, sampled, violated, watched, describe) -> str:
+    text = (f"Would never fire on your logs: it applies when {describe(trigger)}, and that "
+            f"happens in none of the {sampled} sessions tried.")
     parts = trigger_parts(trigger)
-    seen = [p for p in parts if violated[watched[p]]]
-    unseen = [p for p in parts if not violated[watched[p]]]
-    head = f"Would never fire on your logs: none of the {sampled} sessions tried has "
-    if not seen or len(parts) == 1:
-        return head + f"{describe(trigger)}."
-    shown = " and ".join(describe(p) for p in seen)
-    count = min(len(violated[watched[p]]) for p in seen)
-    missing = " and ".join(describe(p) for p in unseen) if unseen else "all of it at once"
-    return (head + f"{describe(trigger)}: {shown} occurs in {count} of them, but never with "
-            f"{missing}.")
+    if len(parts) > 1:
+        counts = "; ".join(f"{describe(p)}: {_sessions(len(violated[watched[p]]))}"
+                           for p in parts)
+        text += f" Taken apart: {counts}."
+    return text
 
 
-def _capital(text: str) -> str:
-    return text[:1].upper() + text[1:]
+def _sessions(n: int) -> str:
+    return "in no session" if not n else f"in {n} session{'s' if n != 1 else ''}"

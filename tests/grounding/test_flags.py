@@ -41,8 +41,9 @@ def test_a_reading_whose_trigger_never_occurs_says_it_would_never_fire():
     [flags] = reading_flags([rule], sessions, LABEL, describe=lambda f: f.text)
     assert flags.kind == NEVER_FIRES and flags.flagged == 0
     assert "never fire" in flags.note
-    assert "tool_call:issue_refund occurs in 1 of them, but never with data.env.amount > 500" \
-        in flags.note
+    assert "it applies when data.env.amount > 500 & tool_call:issue_refund" in flags.note
+    assert ("Taken apart: data.env.amount > 500: in no session; tool_call:issue_refund: in 1 "
+            "session.") in flags.note
 
 
 def test_a_reading_that_flags_every_session_says_so():
