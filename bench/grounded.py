@@ -105,6 +105,24 @@ def _flag_sets(formulas, sessions) -> list[set[str]]:
     return [set(f.flagged_sessions) for f in found]
 
 
+class _Offline:
+    def __init__(self, vocabulary):
+        self.vocabulary = vocabulary
+
+    def formalise(self, english: str):
+        return formalise(english, vocabulary=self.vocabulary)
+
+
+def _reader(engine: str, vocabulary):
+    """The offline grammar, or the LLM formaliser on the endpoint the ``LLM_*`` variables name
+    (shown the log's vocabulary with its evidence; its answers merged over samples)."""
+    if engine == "llm":
+        from studio.logic.english.llm import LLMFormaliser
+
+        return LLMFormaliser(atoms=vocabulary.atoms, vocabulary=vocabulary)
+    return _Offline(vocabulary)
+
+
 def score_set(folder: Path, before: bool = False, engine: str = "offline") -> Score:
     sessions = read_sessions(folder / "log.jsonl")
     vocabulary = log_vocabulary(sessions)
@@ -116,8 +134,7 @@ def score_set(folder: Path, before: bool = False, engine: str = "offline") -> Sc
     for rule in rules:
         score.total += 1
         expected = set(rule.get("flags") or ())
-        result = formalise(rule["english"], engine=engine,
-                           vocabulary=plain if before else vocabulary)
+        result = _reader(engine, plain if before else vocabulary).formalise(rule["english"])
         readings = [r.formula for r in result.readings] or (
             [result.formula] if result.formula is not None else [])
         if not readings:

@@ -33,6 +33,7 @@ import time
 import urllib.error
 import urllib.request
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -41,6 +42,8 @@ from typing import Any, Protocol
 MAX_RESPONSE_BYTES = 8 * 1024 * 1024
 # How much of an endpoint's error body a message quotes.
 ERROR_DETAIL_LIMIT = 300
+# Requests ``complete_many`` sends at once, at most.
+MAX_CONCURRENT = 8
 
 
 class LLMError(Exception):
@@ -273,13 +276,18 @@ class ChatClient:
 
     def complete(self, messages: Sequence[Mapping[str, str]], *, model: str | None = None,
                  temperature: float = 0.0, max_tokens: int | None = None,
-                 cache: bool = True) -> Completion:
-        """The assistant's answer to ``messages`` (``[{"role": ..., "content": ...}]``)."""
+                 cache: bool = True, sample: int | None = None) -> Completion:
+        """The assistant's answer to ``messages`` (``[{"role": ..., "content": ...}]``).
+
+        ``sample``: which of several answers drawn for the same prompt this is (at a
+        temperature above 0): each is cached apart, so asking again gives the same answers.
+        It is not sent to the endpoint."""
         model = self.model_for(model)
         settings: dict[str, Any] = {"temperature": temperature}
         if max_tokens is not None:
             settings["max_tokens"] = max_tokens
-        digest = prompt_digest(messages, settings)
+        keyed = settings if sample is None else {**settings, "sample": sample}
+        digest = prompt_digest(messages, keyed)
         if cache:
             hit = self.store.get_many(model, [digest]).get(digest)
             if hit is not None:
@@ -292,6 +300,52 @@ class ChatClient:
         if cache:
             self.store.put_many(model, {digest: completion.text})
         return completion
+
+    def complete_many(self, prompts: Sequence[tuple[Sequence[Mapping[str, str]], int | None]],
+                      *, model: str | None = None, temperature: float = 0.0,
+                      max_tokens: int | None = None,
+                      cache: bool = True) -> list[Completion | LLMError]:
+        """``complete`` of several ``(messages, sample)`` prompts at once: the endpoint is asked
+        for those the cache lacks concurrently (at most ``MAX_CONCURRENT`` requests), while the
+        cache is read and written in the calling thread only (a database store is bound to
+        it).  Each answer is a ``Completion`` or the ``LLMError`` its request met."""
+        model = self.model_for(model)
+        settings: dict[str, Any] = {"temperature": temperature}
+        if max_tokens is not None:
+            settings["max_tokens"] = max_tokens
+        digests = [prompt_digest(messages, settings if sample is None
+                                 else {**settings, "sample": sample})
+                   for messages, sample in prompts]
+        out: list[Completion | LLMError | None] = [None] * len(prompts)
+        if cache:
+            hits = self.store.get_many(model, digests)
+            for k, digest in enumerate(digests):
+                if digest in hits:
+                    self._count(cache_hits=1)
+                    out[k] = Completion(hits[digest], model, cached=True)
+        missing = [k for k, answer in enumerate(out) if answer is None]
+
+        def ask(k: int) -> Completion | LLMError:
+            body = json.dumps({"model": model, "messages": list(prompts[k][0]), **settings},
+                              ensure_ascii=False).encode("utf-8")
+            try:
+                return self._read_completion(self._post_with_retries(body), model)
+            except LLMError as exc:
+                return exc
+
+        if len(missing) > 1:
+            with ThreadPoolExecutor(max_workers=min(len(missing), MAX_CONCURRENT)) as pool:
+                answers = list(pool.map(ask, missing))
+        else:
+            answers = [ask(k) for k in missing]
+        fresh = {}
+        for k, answer in zip(missing, answers):
+            out[k] = answer
+            if isinstance(answer, Completion):
+                fresh[digests[k]] = answer.text
+        if cache and fresh:
+            self.store.put_many(model, fresh)
+        return out  # type: ignore[return-value]
 
     # -- HTTP ------------------------------------------------------------------------------
 

@@ -7,6 +7,9 @@ the API show is the dictionary these functions return.
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
+
 from studio.api.core import ServiceError
 from studio.logic import data_review, review
 from studio.grounding.candidates import ground_by_evidence
@@ -27,7 +30,8 @@ DATA_STATE_CAP = 20_000
 
 
 def formalise(english: str, engine: str = "offline", atoms: tuple[str, ...] = (),
-              vocabulary=None, choices: dict | None = None, sample=None) -> dict:
+              vocabulary=None, choices: dict | None = None, sample=None, *,
+              client=None) -> dict:
     """The engine's reading of ``english``, grounded in the workspace's logs by evidence.
 
     ``atoms`` (the workspace's known atoms) guide the LLM's naming; ``vocabulary`` (with its
@@ -35,7 +39,14 @@ def formalise(english: str, engine: str = "offline", atoms: tuple[str, ...] = ()
     ranked candidates (``studio.grounding.candidates``); ``choices`` maps a phrase to the
     candidate the author picked, which rewrites every reading; ``sample``
     (``studio.rules.sampling.stored_sample``) is what each reading is tried on, to say what it
-    would flag."""
+    would flag.
+
+    Engine "llm" asks the model (``client``: a chat client, or a function giving one - the
+    workspace's endpoint, ``studio.workspaces.llm.client_for``; None: the environment's) and
+    reads the rule with the offline grammar too: the model's readings come first, then the
+    grammar's that mean something else, each saying which engine proposed it; when the two
+    engines' first readings differ the answer says so (``disagreement``).  An endpoint that
+    cannot be asked leaves the grammar's readings and a message saying why."""
     if engine not in ENGINES:
         raise ServiceError(f"unknown engine {engine!r}; engines are {', '.join(ENGINES)}",
                            field="engine", status=422)
@@ -46,12 +57,99 @@ def formalise(english: str, engine: str = "offline", atoms: tuple[str, ...] = ()
         raise ServiceError(f"the rule is {len(english)} characters long; at most "
                            f"{ENGLISH_LIMIT}", field="english", status=422)
     if engine == "offline":
-        result = offline_formalise(english, vocabulary=vocabulary)
-    else:
-        from studio.logic.english.llm import LLMFormaliser
+        return _formalisation(offline_formalise(english, vocabulary=vocabulary), vocabulary,
+                              choices, sample)
+    from studio.logic.english.llm import LLMFormaliser
 
-        result = LLMFormaliser(atoms=atoms).formalise(english)
-    return _formalisation(result, vocabulary, choices, sample)
+    model = LLMFormaliser(client, atoms=atoms, vocabulary=vocabulary).formalise(english)
+    offline = offline_formalise(english, vocabulary=vocabulary)
+    result, disagreement = _both_engines(model, offline)
+    answer = _formalisation(result, vocabulary, choices, sample)
+    if disagreement:
+        answer["disagreement"] = disagreement
+    return answer
+
+
+def _readings_of(result: Formalisation) -> list[Reading]:
+    if result.readings:
+        return list(result.readings)
+    if result.ok:
+        return [Reading(result.formula, result.text, review.explain(result.formula))]
+    return []
+
+
+def _model_why(why: str) -> str:
+    """"2 of 3 model answers" as "model: 2 of 3 answers"."""
+    counted = re.fullmatch(r"(\d+) of (\d+) model answers?", why)
+    if counted:
+        total = int(counted.group(2))
+        return f"model: {counted.group(1)} of {total} answer{'s' if total != 1 else ''}"
+    return f"model: {why}" if why else "model"
+
+
+def _offline_why(why: str) -> str:
+    return f"offline grammar: {why}" if why else "offline grammar"
+
+
+def _both_engines(model: Formalisation, offline: Formalisation) -> tuple[Formalisation, str]:
+    """The model's readings, then the offline grammar's that none of them means (each
+    ``why`` naming its engine), as one ``Formalisation``; and a sentence when the engines'
+    first readings differ."""
+    from studio.logic.english.llm import same_reading
+
+    mine = _readings_of(model)
+    theirs = _readings_of(offline)
+    if not mine:
+        reason = model.message or "no answer"
+        if theirs:
+            message = (f"The model gave no reading ({reason}); these are the offline "
+                       "grammar's readings.")
+        else:
+            message = (f"The model gave no reading ({reason}), and the offline grammar could "
+                       f"not read the rule either: {offline.message}")
+        readings = tuple(replace(r, why=_offline_why(r.why)) for r in theirs)
+        return replace(offline, message=message, engine="llm", readings=readings), ""
+    readings = [replace(r, why=_model_why(r.why)) for r in mine]
+    where: dict[int, int] = {}          # offline reading -> its place in the answer
+    kept: list[tuple[int, Reading]] = []
+    for j, r in enumerate(theirs):
+        same = next((i for i, m in enumerate(mine) if same_reading(m.formula, r.formula)[0]),
+                    None)
+        if same is not None:
+            where[j] = same
+            if "offline grammar agrees" not in readings[same].why:
+                readings[same] = replace(readings[same],
+                                         why=readings[same].why + "; the offline grammar agrees")
+        else:
+            where[j] = len(mine) + len(kept)
+            kept.append((j, r))
+    for j, r in kept:
+        readings.append(replace(r, why=_offline_why(r.why),
+                                against=where.get(r.against) if r.against is not None else None))
+    for k, r in enumerate(readings):
+        # every reading of several says what tells it from another
+        if len(readings) > 1 and (r.against is None or r.against == k):
+            against = 1 if k == 0 else 0
+            readings[k] = replace(r, against=against,
+                                  trace=same_reading(r.formula, readings[against].formula)[1])
+    used = {g.name for r in readings for g in r.formula.subformulas() if g.op == "atom"}
+    mapped = {m.atom for m in model.mapping}
+    mapping = list(model.mapping) + [m for m in offline.mapping
+                                     if m.atom in used and m.atom not in mapped]
+    disagreement = ""
+    if theirs and not same_reading(mine[0].formula, theirs[0].formula)[0]:
+        disagreement = (f"The model and the offline grammar read this rule differently: the "
+                        f"model as “{_clause(mine[0])}” ({mine[0].text}), the grammar as "
+                        f"“{_clause(theirs[0])}” ({theirs[0].text}); both readings are listed.")
+    first = readings[0]
+    return Formalisation(first.formula, first.text, model.atoms, message=model.message,
+                         engine="llm", readings=tuple(readings), mapping=tuple(mapping),
+                         name=offline.name), disagreement
+
+
+def _clause(reading: Reading) -> str:
+    english = reading.english or review.explain(reading.formula)
+    return english[:-1] if english.endswith(".") else english
 
 
 def _formalisation(result: Formalisation, vocabulary=None, choices: dict | None = None,

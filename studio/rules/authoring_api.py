@@ -8,6 +8,7 @@ from django.shortcuts import get_object_or_404
 from ninja import Router, Schema
 
 from studio.api.core import Text, workspace_for
+from studio.workspaces.llm import client_for
 
 from . import authoring
 from .models import Rule
@@ -86,6 +87,8 @@ class FormaliseOut(Schema):
     rejected_choices: list[str]
     sample: dict[str, Any] | None
     name: str
+    # engine "llm": when the model's first reading and the offline grammar's differ, one sentence
+    disagreement: str = ""
 
 
 class ReviewIn(Schema):
@@ -101,8 +104,9 @@ def formalise(request, slug: str, body: FormaliseIn):
     known = tuple(sorted(labeling_for(workspace).declared_atoms))
     vocabulary = vocabulary_for(workspace)
     sample = stored_sample(workspace) if body.flags else None
+    # the workspace's own endpoint when an admin set one, else the environment's
     return authoring.formalise(body.english, body.engine, known, vocabulary, body.choices,
-                               sample)
+                               sample, client=lambda: client_for(workspace))
 
 
 @router.post("w/{slug}/formulas/review", response=dict[str, Any],

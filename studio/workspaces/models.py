@@ -145,3 +145,28 @@ class AuditLogEntry(models.Model):
 
     def delete(self, *args, **kwargs):
         raise ValueError("audit log entries are append-only")
+
+
+class LLMEndpoint(models.Model):
+    """The OpenAI-compatible endpoint a workspace's LLM engine asks (else the environment's,
+    the ``LLM_*`` variables).  The API key is kept only as a Fernet token
+    (``studio.workspaces.llm``); pages show its last four characters, never the key."""
+
+    class KeySource(models.TextChoices):
+        STORED = "stored", "A key stored here, encrypted"
+        ENVIRONMENT = "environment", "The environment's key (LLM_API_KEY)"
+        NONE = "none", "No key (a local endpoint such as Ollama or vLLM)"
+
+    workspace = models.OneToOneField(Workspace, on_delete=models.CASCADE,
+                                     related_name="llm_endpoint")
+    base_url = models.CharField(max_length=500)
+    model = models.CharField(max_length=200)
+    key_source = models.CharField(max_length=20, choices=KeySource.choices,
+                                  default=KeySource.NONE)
+    encrypted_key = models.TextField(blank=True)   # a Fernet token; "" unless key_source=stored
+    updated_at = models.DateTimeField(auto_now=True)
+    updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+")
+
+    def __str__(self) -> str:
+        return f"{self.model} at {self.base_url}"

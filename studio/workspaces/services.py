@@ -1,4 +1,5 @@
-"""Writes for workspaces: creation, membership, tokens, webhook secrets, the audit log."""
+"""Writes for workspaces: creation, membership, tokens, webhook secrets, the LLM endpoint, the
+audit log."""
 
 from __future__ import annotations
 
@@ -10,7 +11,11 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
-from .models import ApiToken, AuditLogEntry, Membership, Role, WebhookSecret, Workspace
+from studio.labeling.llm import LLMConfig, LLMError
+
+from . import llm
+from .models import (ApiToken, AuditLogEntry, LLMEndpoint, Membership, Role, WebhookSecret,
+                     Workspace)
 
 
 def record(workspace: Workspace, actor, action: str, target=None, **details) -> AuditLogEntry:
@@ -261,6 +266,76 @@ def revoke_webhook_secret(secret: WebhookSecret, by=None) -> None:
         secret.revoked_at = timezone.now()
         secret.save(update_fields=["revoked_at"])
         record(secret.workspace, by, "webhook_secret.revoked", secret)
+
+
+@transaction.atomic
+def set_llm_endpoint(workspace: Workspace, base_url: str, model: str, key_source: str,
+                     api_key: str = "", by=None) -> LLMEndpoint:
+    """The workspace's LLM engine asks ``model`` at ``base_url`` from now on.  ``key_source``:
+    ``stored`` (``api_key``, kept encrypted; blank keeps the key stored before),
+    ``environment`` (LLM_API_KEY, for the environment's own endpoint only) or ``none``.
+    The audit log records the change, never the key."""
+    from studio.api.core import ServiceError
+
+    base_url, model, api_key = base_url.strip(), model.strip(), api_key.strip()
+    try:
+        LLMConfig(base_url=base_url, model=model)
+    except LLMError:
+        raise ServiceError("enter the endpoint's API root as an http:// or https:// URL, for "
+                           "example http://127.0.0.1:11434/v1 (/chat/completions is added)",
+                           field="base_url", status=422) from None
+    if len(base_url) > LLMEndpoint._meta.get_field("base_url").max_length:
+        raise ServiceError("the URL is too long", field="base_url", status=422)
+    if not model or len(model) > LLMEndpoint._meta.get_field("model").max_length:
+        raise ServiceError("name the model to ask (1 to 200 characters), for example "
+                           "llama3.1:8b or gpt-4o-mini", field="model", status=422)
+    if key_source not in LLMEndpoint.KeySource.values:
+        raise ServiceError(f"choose where the API key comes from: "
+                           f"{', '.join(LLMEndpoint.KeySource.values)}", field="key_source",
+                           status=422)
+    if (key_source == LLMEndpoint.KeySource.ENVIRONMENT
+            and not llm.same_url(base_url, llm.environment_url())):
+        raise ServiceError("the environment's key is only sent to the environment's endpoint "
+                           "(LLM_BASE_URL): enter a key for this endpoint instead",
+                           field="key_source", status=422)
+    endpoint = (LLMEndpoint.objects.select_for_update().filter(workspace=workspace).first()
+                or LLMEndpoint(workspace=workspace))
+    before = None if endpoint.pk is None else {
+        "base_url": endpoint.base_url, "model": endpoint.model,
+        "key_source": endpoint.key_source}
+    key_changed = False
+    if key_source == LLMEndpoint.KeySource.STORED:
+        if api_key:
+            endpoint.encrypted_key = llm.encrypt_key(api_key)
+            key_changed = True
+        elif not (endpoint.key_source == LLMEndpoint.KeySource.STORED
+                  and endpoint.encrypted_key):
+            raise ServiceError("enter the API key to store", field="api_key", status=422)
+    else:
+        key_changed = bool(endpoint.encrypted_key)
+        endpoint.encrypted_key = ""
+    after = {"base_url": base_url, "model": model, "key_source": key_source}
+    if before == after and not key_changed:
+        return endpoint
+    endpoint.base_url, endpoint.model, endpoint.key_source = base_url, model, key_source
+    user = getattr(by, "user", by)
+    endpoint.updated_by = user if getattr(user, "pk", None) else None
+    endpoint.save()
+    record(workspace, by, "llm_endpoint.set", endpoint, before=before, after=after,
+           key_changed=key_changed)
+    return endpoint
+
+
+@transaction.atomic
+def remove_llm_endpoint(workspace: Workspace, by=None) -> None:
+    """Back to the environment's endpoint; the stored key is deleted with the row."""
+    endpoint = LLMEndpoint.objects.select_for_update().filter(workspace=workspace).first()
+    if endpoint is None:
+        return
+    before = {"base_url": endpoint.base_url, "model": endpoint.model,
+              "key_source": endpoint.key_source}
+    record(workspace, by, "llm_endpoint.removed", endpoint, before=before)
+    endpoint.delete()
 
 
 def create_user(username: str, password: str | None = None, **extra):

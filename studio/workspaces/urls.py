@@ -14,4 +14,7 @@ urlpatterns = [
     path("w/<slug:slug>/webhook-secrets/", views.webhook_secrets, name="webhook_secrets"),
     path("w/<slug:slug>/webhook-secrets/<int:secret_id>/revoke", views.webhook_secret_revoke,
          name="webhook_secret_revoke"),
+    path("w/<slug:slug>/settings/llm/", views.llm_settings, name="llm_settings"),
+    path("w/<slug:slug>/settings/llm/remove", views.llm_settings_remove,
+         name="llm_settings_remove"),
 ]

@@ -1,6 +1,7 @@
 """Pages for a workspace's people and credentials: members and their roles (admins), tokens
-(everyone their own, admins all) and webhook secrets (admins).  Secrets are shown once, on the
-answer to the form that created them, which no cache keeps."""
+(everyone their own, admins all), webhook secrets and the LLM endpoint (admins).  Secrets are
+shown once, on the answer to the form that created them, which no cache keeps; a stored LLM key
+is never shown back (only its last four characters)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ from django.views.decorators.http import require_http_methods, require_POST
 from studio.api.core import ServiceError
 from studio.web.access import actor, workspace_page
 
-from . import services
-from .models import ApiToken, Role, WebhookSecret
+from . import llm, services
+from .models import ApiToken, LLMEndpoint, Role, WebhookSecret
 
 ROLE_HELP = {
     Role.AUTHOR: "writes rules and submits them for review",
@@ -189,3 +190,53 @@ def webhook_secret_revoke(request: HttpRequest, slug: str, secret_id: int):
     messages.success(request, f"The webhook secret ending in {secret.secret[-4:]} is revoked: "
                               "deliveries signed only with it are refused from now on.")
     return redirect("webhook_secrets", slug=workspace.slug)
+
+
+# --- the LLM endpoint ------------------------------------------------------------------------
+
+def _llm_page(request, workspace, roles, *, errors=None, form=None, status=200):
+    endpoint = llm.endpoint_of(workspace)
+    if form is None:
+        form = {"base_url": endpoint.base_url if endpoint else "",
+                "model": endpoint.model if endpoint else "",
+                "key_source": endpoint.key_source if endpoint else LLMEndpoint.KeySource.NONE}
+    environment = llm.environment_url()
+    response = render(request, "workspaces/llm_settings.html", {
+        "workspace": workspace, "roles": roles, "endpoint": endpoint,
+        "key_ending": llm.key_ending(endpoint) if endpoint else "",
+        "environment_url": environment,
+        "key_sources": LLMEndpoint.KeySource.choices, "form": form, "errors": errors or {},
+    }, status=status)
+    add_never_cache_headers(response)
+    return response
+
+
+@login_required
+@require_http_methods(["GET", "HEAD", "POST"])
+def llm_settings(request: HttpRequest, slug: str):
+    """Admins set the endpoint the workspace's LLM engine asks; the key is never shown back."""
+    workspace, roles = workspace_page(request, slug, role=Role.ADMIN)
+    if request.method != "POST":
+        return _llm_page(request, workspace, roles)
+    form = {"base_url": request.POST.get("base_url", ""), "model": request.POST.get("model", ""),
+            "key_source": request.POST.get("key_source", "")}
+    try:
+        services.set_llm_endpoint(workspace, form["base_url"], form["model"],
+                                  form["key_source"], request.POST.get("api_key", ""),
+                                  by=actor(request))
+    except ServiceError as exc:
+        return _llm_page(request, workspace, roles, form=form,
+                         errors={exc.field or "general": exc.message}, status=exc.status)
+    messages.success(request, f"The LLM engine of {workspace.name} now asks "
+                              f"{form['model'].strip()} at {form['base_url'].strip()}.")
+    return redirect("llm_settings", slug=workspace.slug)
+
+
+@login_required
+@require_POST
+def llm_settings_remove(request: HttpRequest, slug: str):
+    workspace, _ = workspace_page(request, slug, role=Role.ADMIN)
+    services.remove_llm_endpoint(workspace, by=actor(request))
+    messages.success(request, "The workspace's own LLM endpoint is removed (with its key): the "
+                              "LLM engine asks the environment's endpoint, if one is set.")
+    return redirect("llm_settings", slug=workspace.slug)

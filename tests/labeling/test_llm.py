@@ -300,7 +300,7 @@ def test_corrections_override_every_source_of_a_label(server):
 
 def test_the_formaliser_reads_a_good_answer_with_our_grammar(server):
     server.add("```\nG(take -> X examine)\n```")
-    formaliser = LLMFormaliser(client_of(server), atoms=["take"])
+    formaliser = LLMFormaliser(client_of(server), atoms=["take"], samples=1)
     assert isinstance(formaliser, Formaliser) and formaliser.name == "llm"
     result = formaliser.formalise("If you take an item, examine it in the next step.")
     assert result.ok and result.engine == "llm"
@@ -313,7 +313,7 @@ def test_the_formaliser_reads_a_good_answer_with_our_grammar(server):
 
 def test_the_formaliser_feeds_the_parse_error_back(server):
     server.add("G(take -> X examine", "G(take -> X examine)")
-    result = LLMFormaliser(client_of(server)).formalise("take, then examine")
+    result = LLMFormaliser(client_of(server), samples=1).formalise("take, then examine")
     assert result.ok and result.text == "G (take -> X examine)"
     assert server.count == 2
     retry = server.requests[1]["messages"]
@@ -326,7 +326,7 @@ def test_the_formaliser_feeds_the_parse_error_back(server):
 
 def test_the_formaliser_explains_past_operators_to_the_model(server):
     server.add("G(ship -> O F paid)", "G(ship -> O paid)")
-    result = LLMFormaliser(client_of(server)).formalise("Ship only after payment.")
+    result = LLMFormaliser(client_of(server), samples=1).formalise("Ship only after payment.")
     assert result.text == "G (ship -> O paid)"
     assert "a past operator contains a future one" in server.requests[1]["messages"][-1][
         "content"]
@@ -334,7 +334,7 @@ def test_the_formaliser_explains_past_operators_to_the_model(server):
 
 def test_the_formaliser_gives_up_clearly(server):
     server.add("Always: take implies next examine", "G(take ->", "G take -> X ex amine")
-    result = LLMFormaliser(client_of(server)).formalise("take, then examine")
+    result = LLMFormaliser(client_of(server), samples=1).formalise("take, then examine")
     assert not result.ok and result.formula is None and result.text == ""
     assert server.count == 3
     assert result.message.startswith("the model's formula was still not valid after 3 "
@@ -344,9 +344,10 @@ def test_the_formaliser_gives_up_clearly(server):
 
 def test_the_formaliser_never_raises(server):
     server.add(*[Reply(status=500)] * 2)
-    result = LLMFormaliser(client_of(server, [], max_retries=1)).formalise("Do not drop.")
+    result = LLMFormaliser(client_of(server, [], max_retries=1),
+                           samples=1).formalise("Do not drop.")
     assert not result.ok and result.message.startswith("the LLM could not be asked: ")
-    assert not LLMFormaliser(client_of(server)).formalise("   ").ok
+    assert not LLMFormaliser(client_of(server), samples=1).formalise("   ").ok
     assert server.count == 2
 
 
@@ -390,7 +391,10 @@ def test_the_english_bench_scores_the_llm_formaliser(server, monkeypatch, tmp_pa
              "vocabulary": {"atoms": ["tool_call:pay", "tool_call:verify"]}}]
     path = tmp_path / "set.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
-    server.add("G !tool_call:refund", "G (tool_call:pay -> tool_call:verify)")
+    # every sample of a rule gets the same answer
+    server.responder = lambda request: (
+        "G !tool_call:refund" if "Never refund" in request["messages"][-1]["content"]
+        else "G (tool_call:pay -> tool_call:verify)")
     monkeypatch.setenv("LLM_BASE_URL", server.url)
     monkeypatch.setenv("LLM_MODEL", "test-model")
     monkeypatch.setattr(llm_module, "shared_client", lambda: client_of(server))
