@@ -36,6 +36,7 @@ from pathlib import Path
 from bench.grounded_flags import read_sessions
 from studio.grounding.candidates import ground_by_evidence
 from studio.grounding.flags import reading_flags
+from studio.grounding.sketch import sketched, with_sketch
 from studio.logic import vocabulary as vocab
 from studio.logic.english import formalise
 from studio.labeling import Labeling
@@ -135,6 +136,8 @@ def score_set(folder: Path, before: bool = False, engine: str = "offline") -> Sc
         score.total += 1
         expected = set(rule.get("flags") or ())
         result = _reader(engine, plain if before else vocabulary).formalise(rule["english"])
+        if not before:
+            result = with_sketch(result, rule["english"], vocabulary)
         readings = [r.formula for r in result.readings] or (
             [result.formula] if result.formula is not None else [])
         if not readings:
@@ -148,7 +151,7 @@ def score_set(folder: Path, before: bool = False, engine: str = "offline") -> Sc
         else:
             grounded = ground_by_evidence(readings, result.mapping, vocabulary)
             offered = list(grounded.readings)
-            sure = len(offered) == 1 and grounded.sure
+            sure = len(offered) == 1 and grounded.sure and not sketched(result)
             alternatives = []
             for phrase in grounded.phrases:
                 for candidate in phrase.candidates[1:]:

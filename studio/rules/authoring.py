@@ -14,12 +14,15 @@ from studio.api.core import ServiceError
 from studio.logic import data_review, review
 from studio.grounding.candidates import ground_by_evidence
 from studio.grounding.flags import reading_flags
+from studio.grounding.sketch import sketched, with_sketch
 from studio.logic.english import Formalisation
 from studio.logic.english.base import Reading
 from studio.logic.english import formalise as offline_formalise
 from studio.logic.finite import holds
 from studio.logic.formula import Formula
 from studio.logic.parser import FormulaSyntaxError, parse
+
+from .sampling import event_words
 
 ENGINES = ("offline", "llm")
 ENGLISH_LIMIT = 4000
@@ -57,12 +60,14 @@ def formalise(english: str, engine: str = "offline", atoms: tuple[str, ...] = ()
         raise ServiceError(f"the rule is {len(english)} characters long; at most "
                            f"{ENGLISH_LIMIT}", field="english", status=422)
     if engine == "offline":
-        return _formalisation(offline_formalise(english, vocabulary=vocabulary), vocabulary,
-                              choices, sample)
+        # what the grammar cannot read is sketched from the events it names, never sure
+        result = with_sketch(offline_formalise(english, vocabulary=vocabulary), english,
+                             vocabulary)
+        return _formalisation(result, vocabulary, choices, sample)
     from studio.logic.english.llm import LLMFormaliser
 
     model = LLMFormaliser(client, atoms=atoms, vocabulary=vocabulary).formalise(english)
-    offline = offline_formalise(english, vocabulary=vocabulary)
+    offline = with_sketch(offline_formalise(english, vocabulary=vocabulary), english, vocabulary)
     result, disagreement = _both_engines(model, offline)
     answer = _formalisation(result, vocabulary, choices, sample)
     if disagreement:
@@ -165,7 +170,6 @@ def _formalisation(result: Formalisation, vocabulary=None, choices: dict | None 
         raw = [Reading(result.formula, result.text, review.explain(result.formula))]
     grounded = ground_by_evidence([r.formula for r in raw], getattr(result, "mapping", ()),
                                   vocabulary, choices)
-    renamed = dict(grounded.renamed)
     readings = []
     for formula, origin in zip(grounded.readings, grounded.origins):
         source = raw[origin]
@@ -174,12 +178,12 @@ def _formalisation(result: Formalisation, vocabulary=None, choices: dict | None 
             "formula": formula.text,
             "english": source.english if same else review.explain(formula),
             "why": source.why,
-            "trace": [sorted(renamed.get(a, a) for a in step) for step in source.trace],
+            "trace": [sorted(grounded.relabel(a) for a in step) for step in source.trace],
             "against": (grounded.origins.index(source.against)
                         if source.against in grounded.origins else None)})
     if sample is not None and readings:
         found = reading_flags(grounded.readings, sample.sessions, sample.label,
-                              describe=_event_words)
+                              describe=event_words)
         for item, flags in zip(readings, found):
             item["flags"] = flags.as_dict()
     first = grounded.readings[0] if grounded.readings else None
@@ -191,16 +195,11 @@ def _formalisation(result: Formalisation, vocabulary=None, choices: dict | None 
             "unplaced": [{"word": word, "at": at} for word, at in result.unplaced],
             "readings": readings,
             "mapping": [p.as_dict() for p in grounded.phrases],
-            "sure": grounded.sure and len(readings) == 1,
+            "sure": grounded.sure and len(readings) == 1 and not sketched(result),
+            "sketched": sketched(result),
             "rejected_choices": list(grounded.rejected),
             "sample": sample.as_dict() if sample is not None else None,
             "name": getattr(result, "name", "")}
-
-
-def _event_words(f: Formula) -> str:
-    """A trigger part in words, for the notes of what a reading would flag."""
-    text = review.explain(f)
-    return text[:-1] if text.endswith(".") else text
 
 
 def _trace(found: review.SearchResult) -> dict:

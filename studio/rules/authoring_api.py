@@ -8,12 +8,13 @@ from django.shortcuts import get_object_or_404
 from ninja import Router, Schema
 
 from studio.api.core import Text, workspace_for
+from studio.logic.parser import parse
 from studio.workspaces.llm import client_for
 
 from . import authoring
 from .models import Rule
 from .monitoring import labeling_for
-from .sampling import stored_sample
+from .sampling import formula_flags, stored_sample
 from .vocabulary import vocabulary_for
 
 router = Router(tags=["rule authoring"])
@@ -84,6 +85,8 @@ class FormaliseOut(Schema):
     readings: list[ReadingOut]
     mapping: list[GroundingOut]
     sure: bool
+    # the grammar could not read the sentence: the readings were sketched from what it names
+    sketched: bool = False
     rejected_choices: list[str]
     sample: dict[str, Any] | None
     name: str
@@ -130,6 +133,7 @@ def review_version(request, slug: str, rule_id: int, number: int):
 
     # The rule's test cases run against this version (studio.evidence): failing ones block
     # its submission.
+    aids["flags"] = formula_flags(workspace, parse(version.formula))
     aids["cases"] = check_version(version)
     aids["cases_summary"] = summary(aids["cases"])
     return aids

@@ -21,6 +21,7 @@ from studio.monitor import RuleError, compile_rule
 from studio.monitor.verdicts import (COUNTING_LABELS, COUNTING_MODES, COUNTING_SENTENCES,
                                      PER_INSTANCE, default_counting)
 from studio.web.access import actor, workspace_page
+from studio.workspaces.llm import client_for
 from studio.workspaces.models import Role
 
 from . import authoring, services
@@ -137,7 +138,8 @@ def formalise_english(request: HttpRequest, slug: str):
         known = tuple(sorted(labeling_for(workspace).declared_atoms))
         vocabulary = vocabulary_for(workspace)
         context["reading"] = authoring.formalise(english, engine, known, vocabulary, choices,
-                                                 stored_sample(workspace))
+                                                 stored_sample(workspace),
+                                                 client=lambda: client_for(workspace))
     except ServiceError as exc:
         context["error"] = exc.message
     reading = context.get("reading") or {}
