@@ -52,7 +52,6 @@ from django.utils.dateparse import parse_datetime
 from studio.api.core import ServiceError
 from studio.labeling import Labeling, make_labeler
 from studio.labeling.llm import LLMError
-from studio.logic.vocabulary import collect_event
 from studio.monitor import VIOLATED, FastSessionMonitor, RuleSet, SessionMonitor
 from studio.monitor.anticipation import verdicts_now
 from studio.monitor.verdicts import session_verdict
@@ -1021,11 +1020,9 @@ def _ingest_once(workspace: Workspace, external_id: str, valid: list[tuple[int, 
             _write(inserts, update)
         except IntegrityError:
             raise _Retry() from None
-        if rows:  # the tools, labels and fields these events show (usually all known: no write)
-            seen: set = set()
-            for _, clean in rows:
-                collect_event(clean.input, clean.output, clean.data, clean.labels, seen)
-            vocabulary.record(workspace, seen)
+        if rows:  # the tools, labels and fields these events show, counted (one statement)
+            vocabulary.record(workspace, vocabulary.counts_of(
+                workspace, [(c.input, c.output, c.data, c.labels) for _, c in rows]))
         # Only what was committed may be reused: a rolled-back delivery leaves nothing.
         transaction.on_commit(lambda: _keep_live(workspace.pk, external_id, live))
     result = {"session": external_id, "steps": steps, "stored": len(rows),

@@ -23,11 +23,12 @@ REVIEW_LENGTH = 10
 def vocabulary_for(workspace) -> pure.Vocabulary:
     """What the workspace's labelers and logs can produce: the atoms its enabled labelers
     declare, the built-in atoms and arrival labels seen in its events, and each data path seen
-    with its JSON types.  A plain-Python object (no Django); two queries."""
+    with its JSON types; with the evidence of each (on which kind of event, how many events,
+    example values).  A plain-Python object (no Django); two queries."""
     declared = Labeler.objects.filter(workspace=workspace, enabled=True).values_list(
         "atom", flat=True)
     entries = VocabularyEntry.objects.filter(workspace=workspace).values_list(
-        "kind", "name", "json_type")
+        "kind", "name", "json_type", "carrier", "events", "examples")
     return pure.Vocabulary.from_entries(entries, declared)
 
 

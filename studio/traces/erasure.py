@@ -11,6 +11,10 @@ the erasure in ``AuditRun.erasures`` (its report says what was erased, when, by 
 many of its results went with it), and the workspace's audit log records who erased what.  The
 stored file is removed once the transaction has committed.
 
+The workspace's vocabulary (``studio.traces.vocabulary``) is not recounted: it keeps counting the
+erased events, and its examples may keep values they held, until ``manage.py
+rebuild_vocabulary`` recounts it from the events left - which reads every one of them.
+
 The models are the tables' (``_raw_delete``): Django's own ``delete`` would first read every
 row it cascades to.  Foreign keys are checked at commit (Django declares them deferrable), so
 the sessions are deleted while the events that name them still exist, and the events after.

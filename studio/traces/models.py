@@ -167,18 +167,26 @@ class VocabularyKind(models.TextChoices):
 
 
 class VocabularyEntry(models.Model):
-    """Something a workspace's events were seen to produce (``studio.logic.vocabulary``):
-    written as uploads are parsed and live events arrive, one bulk insert per batch that skips
-    what is already there; rebuilt from the stored events by ``manage.py rebuild_vocabulary``.
-    A path seen holding several JSON types has one row per type."""
+    """What a workspace's events were seen to produce (``studio.logic.vocabulary``), on one kind
+    of event: ``carrier`` is that kind (``tool_call:NAME``, else ``role:R``, else ""),
+    ``events`` how many stored events showed it there, ``examples`` up to five distinct values
+    they held (paths only).  Added to as uploads are parsed and live events arrive, one upsert
+    per batch that adds its counts (``studio.traces.vocabulary.record``); recounted from the
+    stored events by ``manage.py rebuild_vocabulary`` (after an erasure the counts are high, and
+    the examples may hold erased values, until then).  A path seen holding several JSON types
+    has one row per type."""
 
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE,
                                   related_name="vocabulary")
     kind = models.CharField(max_length=10, choices=VocabularyKind.choices)
     name = models.CharField(max_length=500)
     json_type = models.CharField(max_length=10, blank=True)  # paths only
+    carrier = models.CharField(max_length=500, blank=True)
+    events = models.BigIntegerField(default=0)
+    examples = models.JSONField(default=list, blank=True)
     first_seen = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["workspace", "kind", "name", "json_type"],
-                                               name="vocabulary_entry_once")]
+        constraints = [models.UniqueConstraint(
+            fields=["workspace", "kind", "name", "json_type", "carrier"],
+            name="vocabulary_entry_once")]

@@ -29,7 +29,7 @@ import orjson
 from studio.bulkwork import BULK_THRESHOLDS
 from studio.childprocess import receive, send, spawn, stop
 from studio.copyformat import NULL, json_field, needs_escaping, text_field
-from studio.logic.vocabulary import BatchCollector
+from studio.logic.vocabulary import Collector
 
 from . import formats
 from .formats import LineError, OptionsError
@@ -75,9 +75,10 @@ class Batch:
     # monitoring process much faster than the COPY text is; None when not asked for, or when
     # a value marshal cannot write came up.
     payloads: list[bytes] | None = None
-    # What the batch's events show of the workspace's vocabulary: ``(kind, name, json_type)``
-    # (``studio.logic.vocabulary``), collected from the values parsed anyway.
-    vocabulary: set | None = None
+    # What the batch's events show of the workspace's vocabulary, every event counted:
+    # ``{(kind, name, json_type, carrier): (events, examples)}`` (a ``Collector`` of
+    # ``studio.logic.vocabulary``), collected from the values parsed anyway.
+    vocabulary: dict | None = None
 
 
 def share_of(session: str, shares: int) -> int:
@@ -179,7 +180,7 @@ def batches(items: Iterable[dict | LineError], handle, skip: int, sizes: BatchSi
     last_line: int | None = None
     share_cache: dict[str, int] = {}
     payloads: list[list] = [[] for _ in range(shares)]
-    seen = BatchCollector()
+    seen = Collector()  # one for the whole file: what it learns of the paths is kept
     for position, item in enumerate(items, start=1):
         if position <= skip:
             continue
@@ -187,9 +188,9 @@ def batches(items: Iterable[dict | LineError], handle, skip: int, sizes: BatchSi
         # Batches end between records, so a record's events and errors are counted together.
         if (events >= limit or size >= sizes.bytes) and line != last_line and batch:
             yield Batch(batch, next_start, _tell(handle),
-                        _marshalled(payloads) if shares else None, seen.entries)
+                        _marshalled(payloads) if shares else None, seen.take())
             next_start += len(batch)
-            batch, events, size, seen = [], 0, 0, BatchCollector()
+            batch, events, size = [], 0, 0
             payloads = [[] for _ in range(shares)]
             limit = min(2 * limit, sizes.events)
         last_line = line
@@ -217,7 +218,7 @@ def batches(items: Iterable[dict | LineError], handle, skip: int, sizes: BatchSi
         size += len(tail) + 20
     if batch:
         yield Batch(batch, next_start, _tell(handle), _marshalled(payloads) if shares else None,
-                    seen.entries)
+                    seen.take())
 
 
 def _tell(handle) -> int:

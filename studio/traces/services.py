@@ -52,7 +52,7 @@ from studio.workspaces.models import Workspace
 from studio.workspaces.services import record
 
 from . import formats, parsing, vocabulary
-from .copytext import DIRECT_COLUMNS, monitor_rows
+from .copytext import DIRECT_COLUMNS, json_value, monitor_rows
 from .formats import LineError, OptionsError
 from .models import Event, TraceSession, Upload, UploadError, UploadStatus
 from .parsing import Batch, BatchSizes, ParseFailed, ParseProcess, Row
@@ -558,6 +558,17 @@ class CommittedRows:
                  r.event["output"], r.event["data"], r.event["labels"]) for r in self.rows]
 
 
+def _values_of(row: Row) -> tuple:
+    """``(input, output, data, labels)`` of a row: from its event, or read back from its COPY
+    text when it was parsed in a child process (``Row.tail`` starts at ``event_id``)."""
+    if row.event is not None:
+        event = row.event
+        return event["input"], event["output"], event["data"], event["labels"]
+    fields = row.tail.split("\t")
+    return tuple(json_value(fields[TAIL_COLUMNS.index(name)])
+                 for name in ("input", "output", "data", "labels"))
+
+
 class _Store:
     """Writes one batch in one transaction: events, line errors, counters and checkpoint.
     ``observer`` (an audit on arrival) is shown each batch's stored rows once committed."""
@@ -598,7 +609,11 @@ class _Store:
             lines = {item.line for item in batch.items}
             bad = {e.line for e in errors}
             if stored and batch.vocabulary:
-                vocabulary.record(self.upload.workspace, batch.vocabulary)
+                counts = batch.vocabulary
+                if len(stored) < len(rows):  # the vocabulary counts stored events only
+                    counts = vocabulary.counts_of(self.upload.workspace,
+                                                  [_values_of(r) for r in stored])
+                vocabulary.record(self.upload.workspace, counts)
             Upload.objects.filter(pk=self.upload.pk).update(
                 lines_total=F("lines_total") + len(lines), lines_bad=F("lines_bad") + len(bad),
                 lines_ok=F("lines_ok") + len(lines - bad),

@@ -1,33 +1,60 @@
-"""Writing a workspace's vocabulary (``VocabularyEntry``) as its events arrive, and rebuilding
+"""Writing a workspace's vocabulary (``VocabularyEntry``) as its events arrive, and recounting
 it from the stored events.
 
-What one upload batch or live delivery shows is collected in Python as a set of
-``(kind, name, json_type)`` (``studio.logic.vocabulary.collect_event``) and written with one
-bulk insert that skips rows already there.  Each process remembers what it wrote for a while,
-so a delivery whose tools and fields are all known writes nothing at all.
+What one upload batch or live delivery shows is counted in Python, every event
+(``studio.logic.vocabulary.Collector``): ``{(kind, name, json_type, carrier): (events,
+examples)}``.  ``record`` adds it in one upsert (``INSERT ... ON CONFLICT DO UPDATE SET events =
+events + excluded.events``), in the transaction that stores the events, so the counts are those
+of the committed events.  Concurrent writers (two uploads, live deliveries) lose no increment:
+the database adds each one to the row as it stands, under the row's lock.  Every writer takes its
+rows' locks in the same order (the entries sorted; one statement per thousand), so two writers
+wait for each other instead of deadlocking.  Examples are merged afterwards, under those locks,
+into the rows that were not full, distinct, up to ``MAX_EXAMPLES``.
+
+Each process remembers the examples it knows stored (for ``REMEMBER_SECONDS``): a live delivery
+whose entries are all known, and whose rows are full of examples or hold its values already,
+costs that one statement.
+
+Erasing events (``studio.traces.erasure``) leaves the counts too high, and the examples may
+still hold values of the erased events: ``rebuild`` (``manage.py rebuild_vocabulary``) recounts
+both from the stored events.  An erasure does not call it: it reads every event of the
+workspace.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
-from django.db import transaction
+from django.db import connection, transaction
+from django.utils import timezone
 
 from studio.logic import vocabulary as pure
 
 from .models import Event, VocabularyEntry
 
 NAME_LIMIT = VocabularyEntry._meta.get_field("name").max_length
-# How long a process trusts its memory of what is stored (a rebuild elsewhere may remove rows).
+CARRIER_LIMIT = VocabularyEntry._meta.get_field("carrier").max_length
+# How long a process trusts its memory of what is stored (a rebuild elsewhere may change rows).
 REMEMBER_SECONDS = 300.0
 _REMEMBER_MAX = 50_000
+# Entries written by one statement (8 parameters each), at most.
+_ROWS_PER_STATEMENT = 1000
 
 _lock = threading.Lock()
-# (workspace id, workspace creation time) -> (until, entries known stored).  The creation time
-# keeps a reused id (SQLite after a rollback) from inheriting another workspace's memory.
-_stored: dict[tuple, tuple[float, set]] = {}
+# (workspace id, workspace creation time) -> (until, {entry: examples known stored}).  The
+# creation time keeps a reused id (SQLite after a rollback) from inheriting another workspace's
+# memory.
+_stored: dict[tuple, tuple[float, dict]] = {}
+# (workspace id, creation time) -> the Collector counting its live deliveries (``counts_of``).
+_collectors: dict[tuple, pure.Collector] = {}
+_COLLECTORS_MAX = 64
+_COLLECTOR_SIGNATURES_MAX = 10_000  # a collector that met more sets of paths starts afresh
+_collecting = threading.Lock()
+
+Counts = Mapping[tuple[str, str, str, str], tuple[int, list]]
 
 
 def _key(workspace) -> tuple:
@@ -35,71 +62,194 @@ def _key(workspace) -> tuple:
 
 
 def forget_stored() -> None:
-    """Forget what this process wrote (tests; after a rebuild)."""
+    """Forget what this process wrote (tests; after a rebuild), and the collectors it kept."""
     with _lock:
         _stored.clear()
+    with _collecting:
+        _collectors.clear()
 
 
-def _known(key: tuple) -> set:
+def _known(key: tuple) -> dict:
     now = time.monotonic()
     with _lock:
         found = _stored.get(key)
         if found is None or found[0] < now:
-            return set()
+            return {}
         return found[1]
 
 
-def _remember(key: tuple, entries: Iterable) -> None:
+def _remember(key: tuple, entries: Mapping) -> None:
     with _lock:
-        until, known = _stored.get(key, (0.0, set()))
+        until, known = _stored.get(key, (0.0, {}))
         if until < time.monotonic():
-            until, known = time.monotonic() + REMEMBER_SECONDS, set()
+            until, known = time.monotonic() + REMEMBER_SECONDS, {}
         if sum(len(k) for _, k in _stored.values()) > _REMEMBER_MAX:
             _stored.clear()
         known.update(entries)
         _stored[key] = (until, known)
 
 
-def record(workspace, entries: set) -> int:
-    """Store ``entries`` (``(kind, name, json_type)``) for ``workspace`` in one bulk insert of
-    those this process has not stored lately; returns how many rows it offered.  Call it inside
-    the transaction that stores the events: a rollback takes the rows with it, and this
-    process remembers them only once committed.  New paths stop at ``pure.MAX_PATHS`` per
-    workspace."""
+def merged_examples(stored: Iterable, more: Iterable) -> list:
+    """``stored`` then the values of ``more`` it lacks, distinct, at most ``MAX_EXAMPLES``."""
+    out: list = []
+    for value in (*stored, *more):
+        if value not in out:
+            out.append(value)
+            if len(out) >= pure.MAX_EXAMPLES:
+                break
+    return out
+
+
+def record(workspace, counts: Counts) -> int:
+    """Add ``counts`` (``{(kind, name, json_type, carrier): (events, examples)}``, what a
+    ``Collector`` counted) to ``workspace``'s vocabulary; returns how many entries it wrote.
+    Call it inside the transaction that stores the events: a rollback takes the counts with
+    them, and this process remembers what it wrote only once committed.  New path names stop
+    at ``pure.MAX_PATHS`` per workspace."""
     key = _key(workspace)
     known = _known(key)
-    new = sorted(e for e in entries if e not in known and len(e[1]) <= NAME_LIMIT)
-    if not new:
+    rows = []
+    for entry, (events, examples) in counts.items():
+        if len(entry[1]) > NAME_LIMIT or len(entry[3]) > CARRIER_LIMIT:
+            continue
+        stored = known.get(entry)
+        if stored is not None:
+            examples = ([] if len(stored) >= pure.MAX_EXAMPLES
+                        else [e for e in examples if e not in stored])
+        if events or examples:
+            rows.append((entry, events, list(examples[:pure.MAX_EXAMPLES])))
+    new_paths = {entry[1] for entry, _, _ in rows if entry[0] == pure.PATH and entry not in known}
+    if new_paths:
+        allowed = _path_room(workspace, new_paths)
+        if allowed is not None:
+            rows = [r for r in rows if r[0][0] != pure.PATH or r[0] in known
+                    or r[0][1] in allowed]
+    if not rows:
         return 0
-    paths = [e for e in new if e[0] == pure.PATH]
-    if paths:
-        room = pure.MAX_PATHS - VocabularyEntry.objects.filter(
-            workspace_id=workspace.pk, kind=pure.PATH).count()
-        if room < len(paths):
-            stored_paths = set(VocabularyEntry.objects.filter(
-                workspace_id=workspace.pk, kind=pure.PATH, name__in=[p[1] for p in paths])
-                .values_list("kind", "name", "json_type"))
-            fresh = [p for p in paths if p not in stored_paths][:max(room, 0)]
-            allowed = stored_paths | set(fresh)
-            new = [e for e in new if e[0] != pure.PATH or e in allowed]
-    # Sorted, so two writers of the same new rows take their locks in the same order.
-    VocabularyEntry.objects.bulk_create(
-        [VocabularyEntry(workspace_id=workspace.pk, kind=kind, name=name, json_type=type_)
-         for kind, name, type_ in new], ignore_conflicts=True, batch_size=1000)
-    transaction.on_commit(lambda: _remember(key, new))
-    return len(new)
+    returned = _add(workspace.pk, rows)
+    if returned is not None:
+        changed = []
+        remember = {}
+        for entry, events, examples in rows:
+            ident, stored = returned[entry]
+            merged = merged_examples(stored, examples)
+            if merged != stored:
+                changed.append(VocabularyEntry(pk=ident, examples=merged))
+            remember[entry] = tuple(merged)
+        # The rows are locked by the statement that added to them: no other writer is between.
+        VocabularyEntry.objects.bulk_update(changed, ["examples"], batch_size=500)
+    else:
+        remember = {entry: known.get(entry, ()) for entry, _, _ in rows}
+    transaction.on_commit(lambda: _remember(key, remember))
+    return len(rows)
+
+
+def _path_room(workspace, names: set[str]) -> set[str] | None:
+    """Which of the path ``names`` the workspace may take (None: all of them)."""
+    paths = VocabularyEntry.objects.filter(workspace_id=workspace.pk, kind=pure.PATH)
+    total = paths.values("name").distinct().count()
+    if total + len(names) <= pure.MAX_PATHS:
+        return None
+    stored = set(paths.filter(name__in=names).values_list("name", flat=True).distinct())
+    fresh = sorted(names - stored)[:max(pure.MAX_PATHS - total, 0)]
+    return stored | set(fresh)
+
+
+def _add(workspace_id: int, rows: list[tuple], read_back: bool = False) -> dict | None:
+    """Upsert ``rows`` (``(entry, events, examples)``): a new entry is inserted with its events
+    and examples, a stored one gets its events added.  Returns ``{entry: (id, examples
+    stored)}`` when some row brings examples or ``read_back`` (else None: nothing is read
+    back)."""
+    # Every writer locks its rows in this order: two writers wait for each other, never in a
+    # cycle (a deadlock).
+    rows = sorted(rows, key=lambda row: row[0])
+    table = VocabularyEntry._meta.db_table
+    postgres = connection.vendor == "postgresql"
+    json_param = "%s::jsonb" if postgres else "%s"
+    now = connection.ops.adapt_datetimefield_value(timezone.now())
+    wanted = read_back or any(examples for _, _, examples in rows)
+    returned: dict = {}
+    per_statement = min(_ROWS_PER_STATEMENT, (connection.features.max_query_params or 8000) // 8)
+    with connection.cursor() as cursor:
+        for start in range(0, len(rows), per_statement):
+            part = rows[start:start + per_statement]
+            values, params = [], []
+            for (kind, name, type_, carrier), events, examples in part:
+                values.append(f"(%s, %s, %s, %s, %s, %s, {json_param}, %s)")
+                params += [workspace_id, kind, name, type_, carrier, events,
+                           json.dumps(examples), now]
+            cursor.execute(
+                f"INSERT INTO {table} (workspace_id, kind, name, json_type, carrier, events, "
+                f"examples, first_seen) VALUES {', '.join(values)} "
+                "ON CONFLICT (workspace_id, kind, name, json_type, carrier) DO UPDATE "
+                f"SET events = {table}.events + excluded.events"
+                + (" RETURNING id, kind, name, json_type, carrier, examples" if wanted else ""),
+                params)
+            if wanted:
+                for ident, kind, name, type_, carrier, examples in cursor.fetchall():
+                    if isinstance(examples, str | bytes):
+                        examples = json.loads(examples)
+                    returned[(kind, name, type_, carrier)] = (ident, examples or [])
+    return returned if wanted else None
+
+
+def counts_of(workspace, events: Iterable[tuple]) -> dict:
+    """What ``events`` (``(input, output, data, labels)`` each) of ``workspace`` show, counted
+    (a live delivery; an upload batch some of whose events were not stored, recounted from
+    those that were).  The collector is kept for the workspace: what it learnt of the paths
+    and shapes of its events makes the next delivery cheap."""
+    key = _key(workspace)
+    with _collecting:
+        collector = _collectors.pop(key, None)
+        if collector is None or collector.signatures > _COLLECTOR_SIGNATURES_MAX:
+            collector = pure.Collector()
+        _collectors[key] = collector  # the most recently used last
+        while len(_collectors) > _COLLECTORS_MAX:
+            del _collectors[next(iter(_collectors))]
+        try:
+            for input_, output, data, labels in events:
+                collector.add(input_, output, data, labels)
+        finally:
+            found = collector.take()
+    return found
 
 
 def rebuild(workspace, chunk: int = 2000) -> int:
-    """The workspace's vocabulary collected afresh from every stored event (for workspaces
-    loaded before it was kept, or after events were deleted); returns the rows written."""
-    found: set = set()
-    rows = (Event.objects.filter(workspace=workspace)
-            .values_list("input", "output", "data", "labels").iterator(chunk_size=chunk))
-    for input_, output, data, labels in rows:
-        pure.collect_event(input_, output, data, labels, found)
+    """The workspace's vocabulary recounted from every stored event (for workspaces loaded
+    before it was kept, after events were erased, or to check it); returns the entries found.
+
+    Exact while uploads and deliveries go on: the stored rows and the events are read in one
+    snapshot, and each row gets the difference between the two added (so what a writer adds
+    after the snapshot stays added); rows no stored event shows any more are removed.  Their
+    examples become those of the stored events."""
+    collector = pure.Collector()
+    outermost = not connection.in_atomic_block
     with transaction.atomic():
-        VocabularyEntry.objects.filter(workspace=workspace).delete()
-        forget_stored()
-        written = record(workspace, found)
-    return written
+        if outermost and connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        before = {(kind, name, type_, carrier): events for kind, name, type_, carrier, events
+                  in VocabularyEntry.objects.filter(workspace=workspace).values_list(
+                      "kind", "name", "json_type", "carrier", "events")}
+        rows = (Event.objects.filter(workspace=workspace).order_by()
+                .values_list("input", "output", "data", "labels").iterator(chunk_size=chunk))
+        for input_, output, data, labels in rows:
+            collector.add(input_, output, data, labels)
+    found = {entry: value for entry, value in collector.counts().items()
+             if len(entry[1]) <= NAME_LIMIT and len(entry[3]) <= CARRIER_LIMIT}
+    nothing = (0, [])
+    changes = [(entry, found.get(entry, nothing)[0] - before.get(entry, 0),
+                found.get(entry, nothing)[1]) for entry in {*found, *before}]
+    with transaction.atomic():
+        if changes:
+            returned = _add(workspace.pk, changes, read_back=True)
+            VocabularyEntry.objects.bulk_update(
+                [VocabularyEntry(pk=returned[entry][0], examples=examples)
+                 for entry, _, examples in changes if returned[entry][1] != examples],
+                ["examples"], batch_size=500)
+            gone = [returned[entry][0] for entry in before if entry not in found]
+            for start in range(0, len(gone), 1000):
+                VocabularyEntry.objects.filter(pk__in=gone[start:start + 1000],
+                                               events__lte=0).delete()
+        transaction.on_commit(forget_stored)
+    return len(found)

@@ -1,19 +1,30 @@
-"""The pure vocabulary: collecting an event's atoms and paths, what a rule reads, suggestions and
-warnings; and the parser's refusal of invisible characters.  No database."""
+"""The pure vocabulary: collecting an event's atoms and paths, counting the evidence of every
+event, what a rule reads, suggestions and warnings; and the parser's refusal of invisible
+characters.  No database."""
 
 from __future__ import annotations
+
+import re
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from studio.labeling.labelers import builtin_atoms
 from studio.logic.parser import FormulaSyntaxError, parse
 from studio.logic.vocabulary import (
+    EXAMPLE_TEXT_LIMIT,
     MAX_DEPTH,
-    BatchCollector,
+    MAX_EXAMPLES,
+    MAX_PATHS,
+    Collector,
     Vocabulary,
+    carrier_of,
     collect_event,
+    event_counts,
     event_entries,
+    example_value,
+    json_type,
     nearest,
     rule_reads,
     vocabulary_warnings,
@@ -60,34 +71,168 @@ def test_the_path_bound_keeps_atoms_but_no_more_paths():
     assert not any(name == "output.y" for _, name, _ in found)
 
 
-json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
-        st.sampled_from(["tool", "name", "role", "stop_reason", "tool_calls", "function",
-                         "args", "a", "B"]), inner, max_size=4),
-    max_leaves=10)
+# ---------------------------------------------------------------------------------------------
+# Evidence: every event counted (Collector)
+
+def test_each_path_is_counted_on_the_kind_of_event_that_carries_it():
+    refund = {"input": "refund it", "output": {"tool": "issue_refund", "args": {"amount": 30}},
+              "data": None, "labels": ["approved"]}
+    search = {"input": None, "output": {"tool": "search", "args": {}},
+              "data": {"env": {"placeholder_args": {"amount": "$AMOUNT"}}}, "labels": None}
+    chat = {"input": "hi", "output": "hello", "data": {"role": "assistant"}, "labels": None}
+    found = event_counts([refund, search, refund | {"output": {"tool": "issue_refund",
+                                                               "args": {"amount": 45.5}}}, chat])
+
+    assert found[("path", "output.args.amount", "number", "tool_call:issue_refund")] == (
+        2, [30, 45.5])
+    assert found[("path", "data.env.placeholder_args.amount", "string", "tool_call:search")] == (
+        1, ["$AMOUNT"])
+    assert not any(e[1] == "output.args.amount" and e[3] != "tool_call:issue_refund"
+                   for e in found)
+    assert found[("builtin", "tool_call:issue_refund", "", "tool_call:issue_refund")] == (2, [])
+    assert found[("label", "approved", "", "tool_call:issue_refund")] == (2, [])
+    assert found[("builtin", "role:assistant", "", "role:assistant")] == (1, [])
+    assert found[("path", "output", "string", "role:assistant")] == (1, ["hello"])
+    assert found[("path", "input", "null", "tool_call:search")] == (1, [])
+
+
+def test_a_path_in_a_list_counts_once_an_event_and_examples_are_distinct_and_few():
+    items = [{"sku": f"A{i}", "qty": 1} for i in range(7)]
+    long_text = "x" * (EXAMPLE_TEXT_LIMIT + 20)
+    found = event_counts([{"output": {"tool": "order", "args": {"items": items}}},
+                          {"output": {"tool": "order", "args": {"items": items[:1]}},
+                           "input": long_text}])
+
+    assert found[("path", "output.args.items.0.sku", "string", "tool_call:order")] == (
+        2, ["A0", "A1", "A2", "A3", "A4"])
+    assert found[("path", "output.args.items.0.qty", "number", "tool_call:order")] == (2, [1])
+    assert found[("path", "input", "string", "tool_call:order")] == (
+        1, [long_text[:EXAMPLE_TEXT_LIMIT]])
+
+
+def test_new_path_names_stop_at_the_bound_but_known_ones_and_atoms_are_still_counted():
+    collector = Collector(max_paths=4)  # input, output, data and one more
+    collector.add(None, {"x": 1, "tool": "a"}, None, None)
+    collector.add(None, {"tool": "b", "x": 2, "y": 1}, None, None)
+    found = collector.counts()
+    assert ("builtin", "tool_call:b", "", "tool_call:b") in found
+    assert found[("path", "output.x", "number", "tool_call:b")] == (1, [2])
+    assert not any(e[1] in ("output.y", "output.tool") for e in found)
+
+
+def reference_counts(events, max_paths: int = MAX_PATHS) -> dict:
+    """The plain walk the collector must equal: each event's entries found one by one."""
+    counts: dict = {}
+    examples: dict = {}
+    names = {"input", "output", "data"}
+    for input_, output, data, labels, role in events:
+        carrier = carrier_of(output, data, role)
+        shown: set = set()
+        values: list = []
+        for atom in builtin_atoms({"output": output, "data": data, "role": role}):
+            shown.add(("builtin", atom, "", carrier))
+        if type(labels) is list:
+            shown.update(("label", atom, "", carrier) for atom in labels if type(atom) is str)
+
+        def walk(value, path, depth):
+            entry = ("path", path, json_type(value), carrier)
+            shown.add(entry)
+            values.append((entry, value))
+            if depth >= MAX_DEPTH:
+                return
+            if type(value) is dict:
+                inner = [(f"{path}.{key}", v) for key, v in value.items()
+                         if type(key) is str and re.fullmatch(r"[a-z0-9_:\-]+", key)]
+            elif type(value) is list:
+                inner = [(f"{path}.0", v) for v in value]
+            else:
+                inner = []
+            for name, v in inner:
+                if name in names or len(names) < max_paths:
+                    names.add(name)
+                    walk(v, name, depth + 1)
+
+        walk(input_, "input", 0)
+        walk(output, "output", 0)
+        walk(data, "data", 0)
+        for entry in shown:
+            counts[entry] = counts.get(entry, 0) + 1
+        for entry, value in values:
+            example = example_value(value)
+            kept = examples.setdefault(entry, [])
+            if example is not None and example not in kept and len(kept) < MAX_EXAMPLES:
+                kept.append(example)
+    return {entry: (n, examples.get(entry, [])) for entry, n in counts.items()}
+
+
+keys = st.sampled_from(["tool", "name", "role", "stop_reason", "tool_calls", "function",
+                        "args", "amount", "a", "0", "B", "x.y"])
+leaves = (st.none() | st.booleans() | st.integers(-3, 3) | st.integers(-50, 50)
+          | st.floats(-2, 2, allow_nan=False).map(lambda f: round(f, 1))
+          | st.sampled_from(["", "a", "b", "pay", "user", "x" * 79, "x" * 80, "x" * 81,
+                             "x" * 80 + "y"]))
+values = st.recursive(leaves, lambda inner: st.lists(inner, max_size=4)
+                      | st.dictionaries(keys, inner, max_size=4), max_leaves=12)
+outputs = values | st.fixed_dictionaries(
+    {"tool": st.sampled_from(["pay", "refund", "", 3])},
+    optional={"args": values, "role": st.sampled_from(["tool", "assistant"])})
+events = st.tuples(values, outputs, st.none() | st.dictionaries(keys, values, max_size=4),
+                   st.none() | st.lists(st.sampled_from(["ok", "late", 7]), max_size=3),
+                   st.none() | st.sampled_from(["user", "assistant", ""]))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(events, max_size=16), st.integers(3, 14), st.integers(0, 16))
+def test_the_collector_counts_exactly_what_a_plain_walk_of_every_event_finds(
+        logged, max_paths, cut):
+    collector = Collector(max_paths)
+    for event in logged:
+        collector.add(*event)
+    assert collector.counts() == reference_counts(logged, max_paths)
+
+    # Counted in two batches and added up as the store adds them: the same.
+    batches = Collector(max_paths)
+    for event in logged[:cut]:
+        batches.add(*event)
+    first = batches.take()
+    for event in logged[cut:]:
+        batches.add(*event)
+    total = dict(first)
+    for entry, (n, examples) in batches.take().items():
+        have, kept = total.get(entry, (0, []))
+        total[entry] = (have + n, merged(kept, examples))
+    assert total == reference_counts(logged, max_paths)
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.tuples(json_values, json_values, json_values,
-                          st.none() | st.lists(st.text(max_size=3) | st.integers(),
-                                               max_size=3)), max_size=8))
-def test_a_batch_collects_exactly_the_atoms_of_its_events_and_only_paths_they_have(events):
-    exact: set = set()
-    batch = BatchCollector()
-    for input_, output, data, labels in events:
-        collect_event(input_, output, data, labels, exact)
-        batch.add(input_, output, data, labels)
-    assert {e for e in batch.entries if e[0] != "path"} == {e for e in exact if e[0] != "path"}
-    assert {e for e in batch.entries if e[0] == "path"} <= exact
+@given(st.lists(events, min_size=1, max_size=3), st.data())
+def test_events_of_a_few_shapes_with_other_values_are_counted_the_same(templates, data):
+    # Most events share the shape of an earlier one (checked by its compiled shape), some
+    # with a value of another kind or a key more or less.
+    def vary(value):
+        if type(value) is dict:
+            varied = {k: vary(v) for k, v in value.items()}
+            if data.draw(st.integers(0, 9)) == 0:
+                varied[data.draw(keys)] = data.draw(leaves)
+            return varied
+        if type(value) is list:
+            return [vary(v) for v in value]
+        return data.draw(leaves) if data.draw(st.integers(0, 3)) == 0 else value
+
+    logged = [tuple(vary(part) for part in data.draw(st.sampled_from(templates)))
+              for _ in range(data.draw(st.integers(1, 24)))]
+    collector = Collector()
+    for event in logged:
+        collector.add(*event)
+    assert collector.counts() == reference_counts(logged)
 
 
-def test_a_batch_walks_every_new_shape():
-    batch = BatchCollector()
-    batch.add("x", {"tool": "a", "args": {"n": 1}}, {}, None)
-    batch.add("x", {"tool": "b", "args": {"n": 1}}, {"extra": "y"}, None)
-    assert ("path", "data.extra", "string") in batch.entries
-    assert ("builtin", "tool_call:b", "") in batch.entries
+def merged(stored: list, more: list) -> list:
+    out: list = []
+    for value in (*stored, *more):
+        if value not in out and len(out) < MAX_EXAMPLES:
+            out.append(value)
+    return out
 
 
 VOCABULARY = Vocabulary.from_entries(

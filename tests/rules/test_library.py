@@ -28,11 +28,11 @@ def logs_show(workspace, domain: str) -> None:
     """The workspace's vocabulary as if its logs showed every atom and path the domain's rules
     read (each path holding the kind of value it is compared with), so that submitting them
     needs no acknowledgement."""
-    found = set()
+    found = {}
     for entry in library.rules_for(domain):
         reads = rule_reads(parse(entry.formula))
-        found.update(("label", atom, "") for atom in reads.atoms)
-        found.update(("path", p.path, p.compared_with) for p in reads.paths)
+        found.update({("label", atom, "", ""): (1, []) for atom in reads.atoms})
+        found.update({("path", p.path, p.compared_with, ""): (1, []) for p in reads.paths})
     vocabulary.record(workspace, found)
 
 

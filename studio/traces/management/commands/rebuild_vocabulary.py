@@ -1,6 +1,8 @@
-"""`manage.py rebuild_vocabulary [SLUG ...]`: collect each workspace's vocabulary (built-in
-atoms, arrival labels, data paths with their JSON types) afresh from its stored events - for
-workspaces loaded before the vocabulary was kept.  Every workspace when no slug is given."""
+"""`manage.py rebuild_vocabulary [SLUG ...]`: recount each workspace's vocabulary (built-in
+atoms, arrival labels, data paths with their JSON types; on which kind of event, how many events,
+example values) from its stored events - for workspaces loaded before the vocabulary was kept or
+counted, and after events were erased (an erasure leaves their counts and examples in it).  Every
+workspace when no slug is given."""
 
 from django.core.management.base import BaseCommand, CommandError
 
