@@ -438,11 +438,15 @@ class Collector:
                     if type(key) is not str:
                         raise _NoShape
                     child = node.children[key]
+                    # the event's keys are data, never source: each is a constant of the
+                    # namespace under a name of ours
+                    constant = f"k{len(names)}"
+                    names[constant] = key
                     if child is None:
-                        emit(f"if {key!r} not in {var}: return None")
+                        emit(f"if {constant} not in {var}: return None")
                     else:
                         inner_var = f"v{len(lines)}"
-                        emit(f"{inner_var} = {var}[{key!r}]")
+                        emit(f"{inner_var} = {var}[{constant}]")
                         shape(inner, child, inner_var)
             elif kind is list:
                 emit(f"if type({var}) is not list: return None")

@@ -349,3 +349,17 @@ def test_escapes_of_invisible_characters_are_refused_too(text):
 def test_visible_unicode_in_quoted_atoms_is_still_fine():
     formula = parse('G "paiement_reçu" & data.city == "Zürich"')
     assert parse(formula.text) is formula and "reçu" in formula.text
+
+
+def test_hostile_keys_are_data_never_source():
+    """Keys of an event never become code of the compiled shapes: quotes, newlines and Python
+    in a key are counted like any other key (twice, so the compiled shape runs too)."""
+    from studio.logic.vocabulary import Collector
+
+    hostile = "x'] or __import__('os').system('false') #\n\"\\"
+    collector = Collector()
+    for _ in range(3):
+        collector.add(None, {"tool": "t", "args": {hostile: 1, "amount": 5}}, {}, None)
+    counts = collector.counts()
+    assert counts[("path", "output.args.amount", "number", "tool_call:t")][0] == 3
+    assert counts[("builtin", "tool_call:t", "", "tool_call:t")][0] == 3
