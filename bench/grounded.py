@@ -45,36 +45,11 @@ HERE = Path(__file__).with_name("grounded")
 
 
 def log_vocabulary(sessions) -> vocab.Vocabulary:
-    """The vocabulary an upload of the log records, evidence included."""
-    counts: dict = {}
-    for _, events in sessions:
-        for e in events:
-            data = e.get("data") or {}
-            carrier = vocab.carrier_of(e.get("output"), data, data.get("role"))
-            found: set = set()
-            vocab.collect_event(e.get("input"), e.get("output"), data or None, e.get("labels"),
-                                found)
-            values: dict = {}
-            for root, value in (("input", e.get("input")), ("output", e.get("output")),
-                                ("data", data)):
-                _values(value, root, values)
-            for kind, name, type_ in found:
-                row = counts.setdefault((kind, name, type_, carrier), [0, []])
-                row[0] += 1
-                example = vocab.example_value(values.get(name)) if kind == vocab.PATH else None
-                if example is not None and example not in row[1] and len(row[1]) < 5:
-                    row[1].append(example)
+    """The vocabulary an upload of the log records, evidence included (the same collector)."""
+    counts = vocab.event_counts(e for _, events in sessions for e in events)
     return vocab.Vocabulary.from_entries(
         (kind, name, type_, carrier, n, examples)
         for (kind, name, type_, carrier), (n, examples) in counts.items())
-
-
-def _values(value, path: str, into: dict) -> None:
-    if isinstance(value, dict):
-        for key, inner in value.items():
-            _values(inner, f"{path}.{key}", into)
-    elif not isinstance(value, list):
-        into.setdefault(path, value)
 
 
 @dataclass
