@@ -11,9 +11,10 @@ the erasure in ``AuditRun.erasures`` (its report says what was erased, when, by 
 many of its results went with it), and the workspace's audit log records who erased what.  The
 stored file is removed once the transaction has committed.
 
-The workspace's vocabulary (``studio.traces.vocabulary``) is not recounted: it keeps counting the
-erased events, and its examples may keep values they held, until ``manage.py
-rebuild_vocabulary`` recounts it from the events left - which reads every one of them.
+The workspace's vocabulary (``studio.traces.vocabulary``) drops every example value in the
+erasure's transaction (none of an erased event may stay), and its counts are recounted from the
+events left by a task enqueued after commit (``forget_erased_values``; until it has run the
+counts still include the erased events).
 
 The models are the tables' (``_raw_delete``): Django's own ``delete`` would first read every
 row it cascades to.  Foreign keys are checked at commit (Django declares them deferrable), so
@@ -43,6 +44,7 @@ from studio.workspaces.models import Workspace
 from studio.workspaces.services import record
 
 from .models import Event, TraceSession, Upload, UploadError, UploadStatus
+from .vocabulary import forget_erased_values
 
 log = logging.getLogger(__name__)
 
@@ -170,6 +172,7 @@ def _erase(workspace: Workspace, kind: str, ident: int, name: str, events: Query
         run.erasures = [*run.erasures, erasure.for_run(results_by_run.get(run.pk, 0),
                                                        scope=run.pk in scoped)]
         run.save(update_fields=["erasures"])
+    forget_erased_values(workspace)
     details = {k: v for k, v in asdict(erasure).items() if k not in ("at", "by", "id")}
     record(workspace, by, f"{kind}.erased", None, **{kind: ident}, **details)
     return erasure

@@ -24,6 +24,7 @@ workspace.
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from collections.abc import Iterable, Mapping
@@ -35,6 +36,7 @@ from studio.logic import vocabulary as pure
 
 from .models import Event, VocabularyEntry
 
+logger = logging.getLogger(__name__)
 NAME_LIMIT = VocabularyEntry._meta.get_field("name").max_length
 CARRIER_LIMIT = VocabularyEntry._meta.get_field("carrier").max_length
 # How long a process trusts its memory of what is stored (a rebuild elsewhere may change rows).
@@ -253,3 +255,26 @@ def rebuild(workspace, chunk: int = 2000) -> int:
                                                events__lte=0).delete()
         transaction.on_commit(forget_stored)
     return len(found)
+
+
+def forget_erased_values(workspace) -> None:
+    """After an erasure, in its transaction: no example value of an erased event stays in the
+    vocabulary (every example is dropped; new events and the recount fill them again), and the
+    counts are recounted from the events left once the erasure commits."""
+    VocabularyEntry.objects.filter(workspace=workspace).exclude(examples=[]).update(examples=[])
+    workspace_id = workspace.pk
+    transaction.on_commit(lambda: enqueue_rebuild(workspace_id))
+
+
+def enqueue_rebuild(workspace_id: int) -> None:
+    from kombu.exceptions import OperationalError as BrokerError
+
+    from worker.uploads import rebuild_vocabulary_task
+
+    try:
+        rebuild_vocabulary_task.delay(workspace_id)
+    except BrokerError:
+        # The examples are already gone; the counts stay high until `manage.py
+        # rebuild_vocabulary` runs or the next erasure enqueues a recount.
+        logger.warning("workspace %s: the broker is unavailable; vocabulary recount not "
+                       "enqueued", workspace_id)

@@ -115,7 +115,9 @@ def test_rebuild_recounts_what_the_uploads_recorded_and_what_is_left_after_an_er
     assert rows(acme) == recorded
 
     erasure.erase_upload(Upload.objects.get(pk=second["id"]))
-    assert rows(acme) == recorded  # an erasure does not recount (see studio.traces.erasure)
+    # in the erasure's transaction every example goes (no erased value may stay); the counts
+    # wait for the recount the commit enqueues (see studio.traces.erasure)
+    assert rows(acme) == {entry: (events, []) for entry, (events, _) in recorded.items()}
     vocabulary.rebuild(acme)
     check_log_counts(rows(acme))
 
@@ -143,3 +145,19 @@ def test_a_threaded_load_counts_the_same(auditor, acme, monkeypatch, settings, w
     found = rows(acme)
     check_log_counts(found)
     assert not any(name == "output.args.x" for _, name, _, _ in found)
+
+
+def test_an_erasure_leaves_no_example_of_its_events_and_recounts_when_it_commits(
+        auditor, acme, django_capture_on_commit_callbacks):
+    secret = {"session": "s9", "step": 0, "input": "my card is 4111 1111 1111 1111",
+              "data": {"role": "user"}}
+    parsed(auditor, auditor.upload(jsonl(*LOG), "jsonl"))
+    second = parsed(auditor, auditor.upload(jsonl(secret), "jsonl"))
+    assert rows(acme)[("path", "input", "string", "role:user")][1][-1] == secret["input"]
+
+    with django_capture_on_commit_callbacks(execute=True):
+        erasure.erase_upload(Upload.objects.get(pk=second["id"]))
+
+    found = rows(acme)
+    assert not any(secret["input"] in examples for _, examples in found.values())
+    check_log_counts(found)     # recounted from the events left, examples refilled
