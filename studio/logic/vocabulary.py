@@ -577,8 +577,9 @@ class Vocabulary:
                 labelled.add(name)
             elif kind == PATH:
                 paths.setdefault(name, set()).add(type_)
-            if len(row) > 3:
-                evidence.append(Evidence(kind, name, type_, row[3] or "", int(row[4] or 0),
+            if len(row) > 3 and int(row[4] or 0) > 0:
+                # (a row stored before events were counted is no evidence of where it was seen)
+                evidence.append(Evidence(kind, name, type_, row[3] or "", int(row[4]),
                                          tuple(row[5] or ())))
         return cls(frozenset(declared), frozenset(builtin), frozenset(labelled),
                    {p: frozenset(t) for p, t in paths.items()}, tuple(evidence))
