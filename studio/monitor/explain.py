@@ -6,7 +6,8 @@ Pure (no Django): the session page, the Live page and the API call these with wh
   step 4)", ``true`` "met, nothing more is required", otherwise "still owed: " and the residual's
   English (``studio.logic.review.explain_rest``, the one renderer of formulas).
 * ``explain_violation``: one violation as a sentence built from its witness and the rule:
-  "Step 3: the agent called send_money; no call to get_balance happened before it."
+  "Step 3: the agent called send_money; no call to get_balance happened before it."  Its
+  events read as the rule's English reads them (``review.happened``, ``review.noun``).
 
 Witness entries are ``{"step", "labels", "residual"}`` (stored step numbers; the labels that held
 at that step, atoms by name and data atoms by their text; the residual after the step).  They are
@@ -58,46 +59,15 @@ def _reading(residual: str | Formula, since: int | None) -> str:
 # ---------------------------------------------------------------------------------------------
 # What happened at a step, in words
 
-def _tool_of(f: Formula) -> str | None:
-    """The tool a node says the agent called: ``tool_call:X`` or ``output.tool == "X"``."""
-    if f.op == "atom" and f.name.startswith("tool_call:"):
-        return f.name.removeprefix("tool_call:")
-    if f.op == "cmp":
-        c = f.payload
-        if (c.op == "==" and c.left == ("path", "output.tool") and c.right[0] == "const"
-                and isinstance(c.right[1], str)):
-            return c.right[1]
-    return None
-
-
 def happened(f: Formula) -> str:
-    """An atom or data atom that held at a step, as a clause: "the agent called send_money"."""
-    tool = _tool_of(f)
-    if tool is not None:
-        return f"the agent called {tool}"
-    if f.op == "atom":
-        name = f.name
-        for prefix, words in (("stop_reason:", "the agent stopped with reason"),
-                              ("role:", "the step came from the")):
-            if name.startswith(prefix):
-                return f"{words} {name.removeprefix(prefix)}"
-        return f"{name} happened"
-    return review.clause(f)
+    """An atom or data atom that held at a step, as a clause: "the agent called send_money"
+    (the English renderer's words for it, ``studio.logic.review.happened``)."""
+    return review.happened(f)
 
 
 def noun(f: Formula) -> str:
     """The same thing as a noun, for "no ... happened": "a call to get_balance"."""
-    tool = _tool_of(f)
-    if tool is not None:
-        return f"a call to {tool}"
-    if f.op == "atom":
-        name = f.name
-        if name.startswith("stop_reason:"):
-            return f"a stop with reason {name.removeprefix('stop_reason:')}"
-        if name.startswith("role:"):
-            return f"a step from the {name.removeprefix('role:')}"
-        return name
-    return f"a step where {review.clause(f)}"
+    return review.noun(f)
 
 
 def _none_of(nouns: Sequence[str]) -> str:
@@ -107,7 +77,10 @@ def _none_of(nouns: Sequence[str]) -> str:
         return f"no call to {', '.join(tools[:-1])} or {tools[-1]}"
     if len(nouns) == 1:
         first = nouns[0]
-        return "no " + first.removeprefix("a ") if first.startswith("a ") else f"no {first}"
+        for article in ("a ", "an "):
+            if first.startswith(article):
+                return "no " + first.removeprefix(article)
+        return f"no {first}"
     return f"none of {', '.join(nouns[:-1])} or {nouns[-1]}"
 
 

@@ -178,14 +178,15 @@ def test_one_sessions_lanes_and_witnesses(team, audit):
     # Each violation is explained in a sentence; residuals come with their English reading.
     assert lanes["respond"]["violations"] == [
         {"trigger": 2, "detected": 3, "at_end": True,
-         "explanation": "Step 2: request happened, so the rule then required: answer holds at "
-                        "the next step or a later one. The session ended at step 3 without that.",
+         "explanation": "Step 2: the step was labelled request, so the rule then required: "
+                        "the next step or a later one is labelled answer. The session ended at "
+                        "step 3 without that.",
          "witness": [{"step": 2, "labels": ["request"], "residual": "F answer",
-                      "residual_english": "still owed: answer holds at the next step or a "
-                                          "later one."}]}]
+                      "residual_english": "still owed: the next step or a later one is "
+                                          "labelled answer."}]}]
     assert lanes["logs_out"]["final"] == "violated"
     assert lanes["logs_out"]["residual_english"] == (
-        "still owed: logout holds at the next step or a later one.")
+        "still owed: the next step or a later one is labelled logout.")
     assert lanes["no_delete"]["violations"] == []
 
     b = Api(team.auditor).get(f"acme/audits/{audit['id']}/sessions/{sid(team, 'b')}").json()
@@ -196,7 +197,7 @@ def test_one_sessions_lanes_and_witnesses(team, audit):
         {"step": 0, "labels": ["delete"], "residual": "false",
          "residual_english": "can no longer be met (since step 0)"}]
     assert no_delete["violations"][0]["explanation"] == (
-        "Step 0: delete happened, which the rule never allows.")
+        "Step 0: the step was labelled delete, which the rule never allows.")
 
 
 def test_reports(team, audit):

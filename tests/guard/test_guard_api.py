@@ -126,7 +126,7 @@ def test_inject_says_what_the_rules_at_risk_still_require(agent, staff, workspac
     assert body["decision"] == "inject"
     assert body["inject"].startswith("Before your next step, keep these rules:")
     assert "pay_before_ship: still owed:" in body["inject"]
-    assert "tool_call:pay" in body["inject"]
+    assert "call to pay" in body["inject"] and "tool_call:" not in body["inject"]
 
 
 def test_after_the_most_resamples_the_policy_falls_back(agent, staff, workspace, ruleset):

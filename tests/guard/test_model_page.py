@@ -100,7 +100,7 @@ def test_the_model_is_drawn_with_every_text_escaped(team, ready):
     assert re.search(r"\d+ of \d+ samples", text) and "gm-few" in text
     assert "The drawn states as a table" in text
     # What a waiting rule still owes is said in words, the formula one click away.
-    assert "reply: still owed: answer holds" in text
+    assert "reply: still owed: the next step or a later one is labelled answer" in text
     assert "seen too few times for its chances to be trusted" in text
 
 

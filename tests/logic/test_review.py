@@ -396,64 +396,106 @@ def test_bounded_warnings_say_so():
 
 EXPLAINED = [
     ("G (take -> X examine)",
-     "At every step: if take holds, then examine holds at the next step (which must exist)."),
+     "Whenever a step is labelled take, the next step must be labelled examine (the "
+     "session must not end before it)."),
     ("G (p -> WX q)",
-     "At every step: if p holds, then q holds at the next step (if there is a next step)."),
+     "Whenever a step is labelled p, the next step must be labelled q (if the session "
+     "reaches it)."),
     ("F[1,4] use_knife",
-     "use_knife holds within 1 to 4 steps after the first step (at a step that exists)."),
-    ('output.tool == "send_money"', 'output.tool equals "send_money".'),
+     "One of the steps 1 to 4 steps after the first step is labelled use_knife (at a step "
+     "the session reaches)."),
+    ('output.tool == "send_money"',
+     "The agent calls send_money (output.tool)."),
     ("data.balance < prev(data.balance)",
-     "data.balance is less than the previous step's data.balance."),
-    ("prev(x) >= 3", "The previous step's x is at least 3."),
-    ("x != null", "x does not equal null."),
-    ("!(x > 5)", "It is not the case that x is greater than 5."),
-    ("p -> q", "If p holds, then q holds."),
-    ("p <-> X q", "p holds if and only if q holds at the second step (which must exist)."),
-    ("p & q & r", "All of the following hold: p holds; q holds; and r holds."),
-    ("p | q | r", "At least one of these holds: p holds; q holds; or r holds."),
-    ("(p | q) & r", "Both r holds and (either p holds or q holds)."),
-    ("(p -> q) -> r", "If (if p holds, then q holds), then r holds."),
-    ("p U q", "q holds at some step, and p holds at every step before that."),
+     "Balance (data.balance) is under the previous step's balance (data.balance)."),
+    ("prev(x) >= 3",
+     "The previous step's x is at least 3."),
+    ("x != null",
+     "x differs from null."),
+    ("!(x > 5)",
+     "x is not over 5."),
+    ("p -> q",
+     "If the first step is labelled p, then the first step is labelled q."),
+    ("p <-> X q",
+     "The first step is labelled p if and only if the second step is labelled q (the "
+     "session must not end before it)."),
+    ("p & q & r",
+     "All of these: the first step is labelled p; the first step is labelled q; and the "
+     "first step is labelled r."),
+    ("p | q | r",
+     "At least one of these: the first step is labelled p; the first step is labelled q; "
+     "or the first step is labelled r."),
+    ("(p | q) & r",
+     "Both the first step is labelled r and (either the first step is labelled p or the "
+     "first step is labelled q)."),
+    ("(p -> q) -> r",
+     "If (if the first step is labelled p, then the first step is labelled q), then the "
+     "first step is labelled r."),
+    ("p U q",
+     "Some step is labelled q, and every step before that is labelled p."),
     ("!ship W paid",
-     "At every step until paid holds (forever if that never happens): ship does not hold."),
-    ("a R b", "b holds at every step up to and including the first one at which a holds "
-              "(forever if that never happens)."),
+     "No step labelled ship before the first step labelled paid (and none at all if that "
+     "never happens)."),
+    ("a R b",
+     "At every step up to and including the first step labelled a (at every step if there "
+     "is none): the step is labelled b."),
     ("G (p -> F q)",
-     "At every step: if p holds, then q holds at the current step or a later one."),
+     "Whenever a step is labelled p, this step or a later one must be labelled q."),
     ("G (req -> (!grant U ack))",
-     "At every step: if req holds, then ack holds at the current step or a later one, "
-     "and at every step before that: grant does not hold."),
+     "Whenever a step is labelled req, from this step on, no step labelled grant before "
+     "the first step labelled ack, and a step labelled ack must happen at this step or a "
+     "later one."),
     ("G (p -> (q W r))",
-     "At every step: if p holds, then q holds at every step from the current one until r "
-     "holds (forever if that never happens)."),
-    ("F G p", "At some step: p holds at the current step and every later one."),
-    ("!X p", "It is not the case that p holds at the second step (which must exist)."),
-    ("X !p", "At the second step (which must exist): p does not hold."),
-    ("WX p", "p holds at the second step (if there is a second step)."),
-    ("X true", "The second step exists."),
-    ("WX false", "The second step does not exist."),
-    ("G[1,3] p", "p holds at every step 1 to 3 steps after the first step that exists."),
-    ("F[2,2] p", "p holds exactly 2 steps after the first step (which must exist)."),
-    ("G (p -> G[2,2] q)", "At every step: if p holds, then q holds exactly 2 steps after the "
-                          "current step (if that step exists)."),
+     "Whenever a step is labelled p, from this step on, at every step before the first "
+     "step labelled r (at every step if there is none): the step is labelled q."),
+    ("F G p",
+     "At some step: this step and every later one is labelled p."),
+    ("!X p",
+     "The second step is not labelled p (if the session reaches it)."),
+    ("X !p",
+     "The second step is not labelled p (the session must not end before it)."),
+    ("WX p",
+     "The second step is labelled p (if the session reaches it)."),
+    ("X true",
+     "The second step exists (the session goes on to it)."),
+    ("WX false",
+     "The second step does not exist (the session ends at the first step)."),
+    ("G[1,3] p",
+     "Every step 1 to 3 steps after the first step is labelled p (those the session "
+     "reaches)."),
+    ("F[2,2] p",
+     "The step 2 steps after the first step is labelled p (the session must not end "
+     "before it)."),
+    ("G (p -> G[2,2] q)",
+     "Whenever a step is labelled p, the step 2 steps after this step is labelled q (if "
+     "the session reaches it)."),
     ("G (send -> O approve)",
-     "At every step: if send holds, then approve holds at some earlier or the current step."),
-    ("G (send -> H !block)", "At every step: if send holds, then at every earlier step and the "
-                             "current step: block does not hold."),
+     "Whenever a step is labelled send, a step labelled approve must have happened at "
+     "this step or an earlier one."),
+    ("G (send -> H !block)",
+     "Whenever a step is labelled send, no step labelled block may have happened at this "
+     "step or any earlier one."),
     ("G (p -> Y q)",
-     "At every step: if p holds, then q holds at the previous step (which must exist)."),
+     "Whenever a step is labelled p, the previous step must be labelled q (there must be "
+     "one)."),
     ("G (p -> Z q)",
-     "At every step: if p holds, then q holds at the previous step (if there is one)."),
-    ("G (p -> (q S r))", "At every step: if p holds, then r holds at some earlier or the current "
-                         "step, and q holds at every step after that up to and including the "
-                         "current step."),
-    ("!(p U q)", "It is not the case that (q holds at some step, and p holds at every step "
-                 "before that)."),
-    ("G (F p & F q)", "At every step: both (p holds at the current step or a later one) and "
-                      "(q holds at the current step or a later one)."),
-    ('"stop_reason:end turn"', '"stop_reason:end turn" holds.'),
-    ("true", "Always satisfied (the formula is true)."),
-    ("false", "Never satisfied (the formula is false)."),
+     "Whenever a step is labelled p, the previous step must be labelled q (if there is "
+     "one)."),
+    ("G (p -> (q S r))",
+     "Whenever a step is labelled p, this step or an earlier one is labelled r, and every "
+     "step after that up to and including this step is labelled q."),
+    ("!(p U q)",
+     "No step labelled q before the first step where it is not labelled p and it is not "
+     "labelled q (and none at all if that never happens)."),
+    ("G (F p & F q)",
+     "At every step: both (this step or a later one is labelled p) and (this step or a "
+     "later one is labelled q)."),
+    ('"stop_reason:end turn"',
+     "The agent stops (end turn)."),
+    ("true",
+     "Always satisfied (the formula is true)."),
+    ("false",
+     "Never satisfied (the formula is false)."),
 ]
 
 
@@ -468,7 +510,11 @@ def test_explain_never_raises_and_mentions_every_atom(f):
     text = explain(f)
     assert text == explain(f)
     assert text.endswith(".")
-    for g in f.subformulas():
+    if text in (explain("true"), explain("false")) or review.IMPOSSIBLE in text \
+            or review.NOTHING_REQUIRED in text:
+        return  # (a part) equivalent to a constant, and says so: its atoms need not be named
+    # Every atom of the formula it reads: `X false` is read as false (review._tidy).
+    for g in review._tidy(f).subformulas():
         if g.op == "atom":
             assert fm.quote_atom(g.name) in text
         if g.op == "cmp":

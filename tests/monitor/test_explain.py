@@ -55,8 +55,9 @@ def test_a_response_names_the_trigger_what_was_owed_and_the_step_that_broke_it()
     events = [{"labels": ["take"]}, {"labels": ["drop"]}]
     [v] = _violations(rule, events)
     assert explain_violation(rule, v["trigger"], v["detected"], v["at_end"], v["witness"]) == (
-        "Step 0: take happened, so the rule then required: examine holds at the next step. "
-        "Step 1: no examine happened, so that can no longer be met.")
+        "Step 0: the step was labelled take, so the rule then required: the next step is "
+        "labelled examine. Step 1: no step labelled examine happened, so that can no longer "
+        "be met.")
 
 
 def test_an_obligation_the_end_of_the_session_leaves_unmet_says_the_session_ended():
@@ -64,8 +65,8 @@ def test_an_obligation_the_end_of_the_session_leaves_unmet_says_the_session_ende
     [v] = _violations(rule, [{"labels": []}, {"labels": ["take"]}])
     assert v["at_end"]
     text = explain_violation(rule, v["trigger"], v["detected"], v["at_end"], v["witness"])
-    assert text == ("Step 1: take happened, so the rule then required: examine holds at the "
-                    "next step. The session ended at step 1 without that.")
+    assert text == ("Step 1: the step was labelled take, so the rule then required: the next "
+                    "step is labelled examine. The session ended at step 1 without that.")
 
 
 def test_a_forbidden_step_says_what_happened_and_that_the_rule_never_allows_it():
@@ -75,12 +76,14 @@ def test_a_forbidden_step_says_what_happened_and_that_the_rule_never_allows_it()
     [v] = _violations(rule, events)
     text = explain_violation(rule, v["trigger"], v["detected"], v["at_end"], v["witness"])
     assert text.startswith("Step 1: ") and text.endswith("which the rule never allows.")
-    assert "go happened" in text and 'data.room equals "kitchen"' in text
+    assert "the step was labelled go" in text and 'room (data.room) was "kitchen"' in text
 
 
 def test_built_in_atoms_read_as_what_the_agent_did():
     for atom, words in (("tool_call:send_money", "the agent called send_money"),
-                        ("stop_reason:max_tokens", "the agent stopped with reason max_tokens")):
+                        ("stop_reason:max_tokens", "the agent stopped (max_tokens)"),
+                        ("role:user", "the step was a user message"),
+                        ("role:assistant", "the step was an assistant message")):
         rule = f'G !"{atom}"' if ":" in atom else f"G !{atom}"
         [v] = _violations(rule, [{"labels": [atom]}])
         assert explain_violation(rule, 0, 0, False, v["witness"]) == (
@@ -91,16 +94,19 @@ def test_residual_readings_replace_the_jargon():
     assert residual_reading("false", since=4) == "can no longer be met (since step 4)"
     assert residual_reading("true") == "met, nothing more is required"
     assert residual_reading("F[0,3] use_knife") == (
-        "still owed: use_knife holds within 0 to 3 steps after the next step (at a step that "
-        "exists).")
-    assert residual_reading("examine") == "still owed: examine holds at the next step."
+        "still owed: one of the steps 0 to 3 steps after the next step is labelled use_knife "
+        "(at a step the session reaches).")
+    assert residual_reading("examine") == "still owed: the next step is labelled examine."
+    assert residual_reading("G !tool_call:delete") == (
+        "still owed: from the next step on, never: the agent calls delete.")
 
 
 def test_a_residual_is_read_from_the_next_step_not_the_first():
-    # The rule "G !drop" reads "At every step: ..."; what a session still owes after a step
-    # starts at the next one.
-    assert explain_rest("G !drop") == "At the next step and every later one: drop does not hold."
-    assert explain_rest("X examine").startswith("examine holds at the step after the next one")
+    # The rule "G !drop" reads "Never: ..."; what a session still owes after a step starts at
+    # the next one.
+    assert explain_rest("G !drop") == "From the next step on, never: a step is labelled drop."
+    assert explain_rest("X examine").startswith(
+        "The step after the next one is labelled examine")
 
 
 @settings(max_examples=300, deadline=None)

@@ -67,7 +67,7 @@ def test_review_aids_of_a_version_and_its_change_from_the_one_before(team):
 
     page = team["rob"].get(f"/w/kitchen/rules/{rule.id}/review-aids?v={second.number}",
                            HTTP_HX_REQUEST="true").content.decode()
-    assert "At every step: if take holds, then examine holds at the next step" in page
+    assert "Whenever a step is labelled take, the next step must be labelled examine" in page
     assert "Not equivalent to version 1" in page
     # The page's example traces really satisfy / violate the formula (the oracle says so).
     api = _api(team)

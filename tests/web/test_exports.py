@@ -111,7 +111,7 @@ def test_the_violations_csv_has_a_row_per_violation(world, run):
     respond = by_key[("a", "respond")]
     assert respond[3:9] == ["2", str(world.respond.id), "per_instance", "2", "3", "true"]
     assert respond[9] == "2"  # the witness recorded step 2 (F answer owed from there)
-    assert respond[10].startswith("Step 2: request happened")
+    assert respond[10].startswith("Step 2: the step was labelled request")
     assert "ended at step 3" in respond[10]
     logs_out = by_key[("a", "logs_out")]
     assert logs_out[3:9] == ["1", str(world.logs_out.id), "after_violation", "0", "3", "true"]
@@ -120,7 +120,7 @@ def test_the_violations_csv_has_a_row_per_violation(world, run):
     no_delete = by_key[("b", "no_delete")]
     assert no_delete[3:10] == ["1", str(world.no_delete.id), "per_instance", "0", "0", "false",
                                "0"]
-    assert no_delete[10] == "Step 0: delete happened, which the rule never allows."
+    assert no_delete[10] == "Step 0: the step was labelled delete, which the rule never allows."
     # The session id that is a formula reaches the spreadsheet as text.
     injected = [row for row in rows if "HYPERLINK" in row[1]]
     assert [row[1] for row in injected] == ["' =HYPERLINK(\"http://evil.example\",\"x\")"]
@@ -198,6 +198,6 @@ def test_the_evidence_report_lists_only_the_labelers_the_rules_read(world, run):
     assert [row[0] for row in labelers[1:]] == ["answer"]
     assert "refund_talk" not in page
     # Each violation says in a sentence what happened.
-    assert "Step 0: delete happened, which the rule never allows." in page
+    assert "Step 0: the step was labelled delete, which the rule never allows." in page
     witness = Tables(page[page.index("respond (version 2) in session a"):]).tables[0]
     assert witness[1][0] == "2"

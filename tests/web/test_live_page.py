@@ -72,14 +72,13 @@ def test_a_sessions_verdict_changes_as_events_arrive(setup):
     assert agent.post("agent-7", [{"event_id": "e1", "output": {"tool": "search"}}]
                       ).status_code == 200
     page = owner.get("/w/acme/live/").content.decode()
-    owes_no_delete = ("not decided yet: session still open | still owed: at the next step and "
-                      "every later one: tool_call:delete does not hold. | G !tool_call:delete")
+    owes_no_delete = ("not decided yet: session still open | still owed: from the next step "
+                      "on, never: the agent calls delete. | G !tool_call:delete")
     assert rule_states(page, "agent-7") == {
         "no_delete": owes_no_delete,
-        "pay_before_ship": "not decided yet: session still open | still owed: at every step "
-                           "from the next one until tool_call:pay holds (forever if that never "
-                           "happens): tool_call:ship does not hold. | !tool_call:ship W "
-                           "tool_call:pay",
+        "pay_before_ship": "not decided yet: session still open | still owed: from the next "
+                           "step on, no call to ship before the first call to pay (and none at "
+                           "all if that never happens). | !tool_call:ship W tool_call:pay",
     }
     assert agent.post("agent-7", [{"event_id": "e2", "output": {"tool": "ship"}}]
                       ).status_code == 200

@@ -260,7 +260,7 @@ def test_the_residual_at_a_selected_step_matches_progression(team, run):
     assert html.unescape(shown["examine_after_take"]) == expected
     assert html.unescape(shown["no_drop"]) == independent_residual("G !drop", [{"take"}])
     # The obligation step 0 opened is still open, owing examine.
-    assert "From step 0: still owed: examine holds at the next step." in panel
+    assert "From step 0: still owed: the next step is labelled examine." in panel
     assert "is-selected" in timeline_row(page, 0).split("|")[0]
     assert 'aria-current="step"' in timeline_row(page, 0)
 

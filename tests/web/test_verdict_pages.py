@@ -126,8 +126,8 @@ def test_the_residual_panel_at_a_detection_step_says_so_and_explains_it(
     # Before the payment the rule was not decided yet (the session was still running then).
     before = text(page_of(team, f"/w/acme/sessions/{session.id}/residual", run=run.id, step=0))
     assert "not decided yet at this step" in before and "session still open" not in before
-    assert ("still owed: at every step from the next one until tool_call:check holds (forever "
-            "if that never happens): tool_call:pay does not hold.") in before
+    assert ("still owed: from the next step on, no call to pay before the first call to check "
+            "(and none at all if that never happens).") in before
 
 
 def test_the_list_opens_on_the_newest_run_with_results_and_reaches_every_session(
