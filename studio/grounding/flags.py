@@ -71,7 +71,10 @@ class Flags:
         """One line for the pages: how many sessions, with the sample said."""
         if not self.sampled:
             return "No stored sessions to try it on yet."
-        of = f"of the {self.sampled} newest stored session{'s' if self.sampled != 1 else ''}"
+        if self.sampled == 1:
+            return ("Would flag the one stored session." if self.flagged
+                    else "Would not flag the one stored session.")
+        of = f"of the {self.sampled} newest stored sessions"
         if not self.flagged:
             return f"Would flag none {of}."
         return f"Would flag {self.flagged} {of}."
