@@ -283,7 +283,13 @@ def _event_phrase(phrase: str, atom: str, grounded: bool, vocabulary) -> Phrase:
     if all(not c.new for c in out) and len(out) < MAX_CANDIDATES + 1:
         out.append(invented)
     refined = _own_values(phrase, out[0], vocabulary) if not out[0].new else []
-    if refined:
+    outcome = _outcomes(phrase, out[0], vocabulary)
+    if outcome:
+        # "successfully verified": what the call's answer said, not the call
+        out = outcome + [c for c in out if all(c.atom != o.atom for o in outcome)]
+        out = out[:MAX_CANDIDATES + 1]
+        sure = False
+    elif refined:
         # "passcodes delivered by email": the call, with the value its own argument shows
         out = refined + [c for c in out if all(c.atom != r.atom for r in refined)]
         out = out[:MAX_CANDIDATES + 1]
@@ -324,6 +330,52 @@ def _own_values(phrase: str, chosen: Candidate, vocabulary) -> list[Candidate]:
                     "" if path.startswith("output.") else
                     f"{path} is a field of the whole event, not of the call's arguments"))
     return found[:3]
+
+
+_SUCCESS = frozenset("successfully successful succeeded succeeds passed passes pass verified "
+                     "approved confirmed captured cleared valid".split())
+_FAILURE = frozenset("failed fails failure declined rejected denied invalid unsuccessful "
+                     "unverified".split())
+
+
+def _outcomes(phrase: str, chosen: Candidate, vocabulary) -> list[Candidate]:
+    """When the phrase says how a call turned out ("identity successfully verified", "the card
+    is declined"), the fields of the tools' answers that say so: a true/false field named like
+    the call or the outcome (``output.result.verified == true``), or a text field that shows
+    the outcome word as a value (``output.result.status == "declined"``)."""
+    if not getattr(vocabulary, "evidence", ()):
+        return []
+    said = {w.lower() for w in re.findall(r"[A-Za-z]+", phrase)}
+    negated = bool(said & {"not", "never", "cannot", "unable"})
+    good, bad = said & _SUCCESS, said & _FAILURE
+    if not (good or bad):
+        return []
+    wanted = bool(good) and not bad and not negated
+    words = set(words_of(chosen.atom)) | set(words_of(" ".join(good | bad)))
+    out = []
+    for path in sorted(getattr(vocabulary, "paths", {}) or {}):
+        types = vocabulary.paths[path]
+        if not vocabulary.carriers_of(path).get("role:tool"):
+            continue
+        field_words = set(_field_words(path))
+        if "boolean" in types and field_words & words:
+            formula = fm.Compare(("path", path), "==", ("const", wanted))
+            out.append(Candidate(formula.text, tuple(vocabulary.examples_of(path)),
+                                 vocabulary.events_of(path),
+                                 f"the tools' answers say {path.rsplit('.', 1)[-1]} is "
+                                 f"{str(wanted).lower()}: the outcome the phrase names",
+                                 "an answer of a tool, not its call: check it is the call you "
+                                 "mean"))
+        elif "string" in types:
+            for value in vocabulary.examples_of(path):
+                if isinstance(value, str) and value.lower() in (good | bad):
+                    formula = fm.Compare(("path", path), "==", ("const", value))
+                    out.append(Candidate(formula.text, tuple(vocabulary.examples_of(path)),
+                                         vocabulary.events_of(path),
+                                         f"“{value}” is what the tools' answers say in "
+                                         f"{path}", "an answer of a tool, not its call: check "
+                                                    "it is the call you mean"))
+    return out[:3]
 
 
 def _value_candidates(phrase: str, vocabulary) -> list[Candidate]:

@@ -112,3 +112,25 @@ def test_the_grounding_package_does_not_import_django():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60)
     assert done.stdout.strip() == "False", done.stderr
+
+
+def test_a_phrase_saying_how_a_call_turned_out_offers_the_answer_that_says_so():
+    answers = Vocabulary.from_entries([
+        ("builtin", "tool_call:verify_identity", "", "tool_call:verify_identity", 5, []),
+        ("builtin", "tool_call:unfreeze_card", "", "tool_call:unfreeze_card", 2, []),
+        ("path", "output.result.verified", "boolean", "role:tool", 5, [True, False]),
+        ("path", "output.result.status", "string", "role:tool", 9, ["captured", "declined"]),
+    ])
+    reading = parse("G (tool_call:unfreeze_card -> O tool_call:verify_identity)")
+    mapping = [{"phrase": "identity successfully verified", "atom": "tool_call:verify_identity",
+                "grounded": True}]
+    grounded = ground_by_evidence([reading], mapping, answers)
+    assert grounded.readings[0] == parse(
+        "G (tool_call:unfreeze_card -> O output.result.verified == true)")
+    event = _phrase(grounded, "event")
+    assert not event.sure and "tool_call:verify_identity" in [c.atom for c in event.candidates]
+    declined = ground_by_evidence([parse("G (tool_call:verify_identity -> F x)")],
+                                  [{"phrase": "the card is declined",
+                                    "atom": "tool_call:verify_identity", "grounded": True}],
+                                  answers)
+    assert 'output.result.status == "declined"' in declined.readings[0].text
