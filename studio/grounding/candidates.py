@@ -209,7 +209,7 @@ def _entry_words(entry: str) -> set[str]:
     return {w for g in _parsed(entry).subformulas() if g.op == "atom" for w in words_of(g.name)}
 
 
-def _common_words(known: set) -> frozenset:
+def common_words(known: set) -> frozenset:
     """Words that several tools and labels of this workspace share ("customer" in
     ``customer_confirmed`` and ``customer_vulnerable``): one of them alone tells no entry from
     another."""
@@ -225,7 +225,7 @@ def _event_phrase(phrase: str, atom: str, grounded: bool, vocabulary) -> Phrase:
     words = set(words_of(phrase))
     specific = _specific(phrase)
     known = set(getattr(vocabulary, "atoms", ()) or ())
-    common = _common_words(known)
+    common = common_words(known)
     entries = sorted(known | ({atom} if grounded and _compound(atom) else set()))
     scored: list[tuple[tuple, str, list]] = []
     for entry in entries:
@@ -236,7 +236,7 @@ def _event_phrase(phrase: str, atom: str, grounded: bool, vocabulary) -> Phrase:
             scored.append((_strength(shared, entry, specific, words, common), entry, shared))
     scored.sort(key=lambda s: (s[0], _events(vocabulary, s[1])), reverse=True)
     by_entry = {entry: (score, shared) for score, entry, shared in scored}
-    values = _value_candidates(phrase, vocabulary)
+    values = value_candidates(phrase, vocabulary)
     invented = Candidate(_new_name(phrase, atom, grounded, known), why=(
         f"“{phrase}” as a new fact of its own"), warning=NEW_ATOM_WARNING, new=True)
     original_score, original_shared = by_entry.get(atom, ((0, 0, 0.0), []))
@@ -282,7 +282,7 @@ def _event_phrase(phrase: str, atom: str, grounded: bool, vocabulary) -> Phrase:
             out.append(_event_candidate(entry, shared, vocabulary, specific, words, common))
     if all(not c.new for c in out) and len(out) < MAX_CANDIDATES + 1:
         out.append(invented)
-    refined = _own_values(phrase, out[0], vocabulary) if not out[0].new else []
+    refined = own_values(phrase, out[0], vocabulary) if not out[0].new else []
     outcome = _outcomes(phrase, out[0], vocabulary)
     if outcome:
         # "successfully verified": what the call's answer said, not the call
@@ -300,7 +300,7 @@ def _event_phrase(phrase: str, atom: str, grounded: bool, vocabulary) -> Phrase:
                   proposed=atom)
 
 
-def _own_values(phrase: str, chosen: Candidate, vocabulary) -> list[Candidate]:
+def own_values(phrase: str, chosen: Candidate, vocabulary) -> list[Candidate]:
     """The chosen call narrowed by a value its own events show that the phrase names and the
     call's name does not ("pushes to main" -> ``tool_call:git_push & output.args.branch ==
     "main"``): the call's arguments first, then the event's other text fields."""
@@ -378,7 +378,7 @@ def _outcomes(phrase: str, chosen: Candidate, vocabulary) -> list[Candidate]:
     return out[:3]
 
 
-def _value_candidates(phrase: str, vocabulary) -> list[Candidate]:
+def value_candidates(phrase: str, vocabulary) -> list[Candidate]:
     """Text fields whose example values include a word of the phrase ("EU customers" ->
     ``data.customer.region == "EU"``), the most often carried first."""
     if not getattr(vocabulary, "evidence", ()):
@@ -513,7 +513,7 @@ def _value_phrase(node: Formula, vocabulary) -> Phrase | None:
         text = fm.Compare(("path", path), c.op, ("const", v)).text
         out.append(Candidate(text, tuple(seen), vocabulary.events_of(path),
                              f"the value as {path} spells it"))
-    for candidate in _value_candidates(value, vocabulary):
+    for candidate in value_candidates(value, vocabulary):
         if c.op == "!=":
             continue
         if all(o.atom != candidate.atom for o in out):

@@ -20,7 +20,7 @@ from studio.logic.english.grounding import Grounding, words_of
 from studio.logic.formula import Formula
 from studio.logic.review import explain
 
-from .candidates import GENERIC_WORDS, _common_words, _own_values, _value_candidates
+from .candidates import GENERIC_WORDS, common_words, own_values, value_candidates
 
 SKETCHED = ("sketched from the events and limits the sentence names (the grammar could not "
             "read it): check it")
@@ -100,7 +100,7 @@ def _mentions(english: str, vocabulary) -> list[Mention]:
                    if not a.startswith(("role:", "stop_reason:")))
     if not known:
         return []
-    common = _common_words(set(known))
+    common = common_words(set(known))
     tokens = [(m.start(), m.group(0)) for m in re.finditer(r"[A-Za-z][A-Za-z\-']*", english)]
     stems = [(at, words_of(word)) for at, word in tokens]
     found: list[Mention] = []
@@ -128,10 +128,10 @@ def _mentions(english: str, vocabulary) -> list[Mention]:
         if m.atom in seen:
             continue
         seen.add(m.atom)
-        narrowed = _own_values(english, _Chosen(m.atom), vocabulary)
+        narrowed = own_values(english, _Chosen(m.atom), vocabulary)
         out.append(Mention(narrowed[0].atom, m.at, m.phrase) if narrowed else m)
     if not out:
-        values = _value_candidates(english, vocabulary)
+        values = value_candidates(english, vocabulary)
         if values:
             out.append(Mention(values[0].atom, 0, english[:40]))
     return out[:3]
