@@ -8,5 +8,7 @@ stored sessions, and shows what it answers.
   (the fields of the event the phrase is tied to first), each with example values, how many
   events carry it and why it is offered; the choice, and what choosing another rewrites;
 * ``flags`` - what a reading would flag on stored sessions, and when it would never fire;
+* ``sketch`` - readings built from the events and limits a sentence names, when the grammar
+  cannot read it (never sure);
 * ``builder`` - rules from the specification patterns and scopes, each slot an event of the logs.
 """
