@@ -8,13 +8,15 @@ overflowed Python's stack (RecursionError), and an over-long upload file name br
 temporary file it names.
 
 Where they are caught:
-- ``RefuseHostileInput`` (middleware): every query parameter and form field, pages and API;
+- ``RefuseHostileInput`` (middleware): the URL's path (so every path parameter, before any
+  route reads it), every query parameter and form field, pages and API;
 - ``loads``: every JSON body the API reads (``JsonParser`` for ninja's schemas, the live intake
   for webhooks) and JSON carried inside a form field (an upload's ``options``);
 - ``FileNameCheck`` (the first upload handler): a file name longer than ``MAX_FILE_NAME``.
 
-Refusals name the field (``events[0].data.note``, ``q``): 422 for text that cannot be stored,
-400 for a body that is not usable at all (too deep, a file name too long); pages answer 400.
+Refusals name the field (``events[0].data.note``, ``q``, a path parameter such as ``username``):
+422 for text that cannot be stored, 400 for a request that is not usable at all (too deep, a
+file name too long, a path that cannot name anything); pages answer 400.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from django.core.files.uploadhandler import FileUploadHandler
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.http.multipartparser import MultiPartParserError
 from django.template.loader import render_to_string
+from django.urls import Resolver404, resolve
 from ninja.parser import Parser
 
 from .core import ServiceError, text_problem
@@ -46,7 +49,8 @@ class HostileInput(ServiceError):
 
 
 class Unusable(HostileInput):
-    """Not usable at all: JSON nested too deep, a file name too long (400)."""
+    """Not usable at all: JSON nested too deep, a file name too long, a path parameter that
+    cannot name anything (400)."""
 
     status = 400
 
@@ -148,9 +152,9 @@ class FileNameCheck(FileUploadHandler):
 
 
 class RefuseHostileInput:
-    """Middleware: query parameters and form fields with NUL or a lone surrogate, and uploads
-    with an unusable file name, are answered 400 (pages) or 422/400 (API) naming the field,
-    before any view sees them."""
+    """Middleware: a path, query parameters and form fields with NUL or a lone surrogate, and
+    uploads with an unusable file name, are answered 400 (pages) or 422/400 JSON (API) naming
+    the field, before any view sees them."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -164,6 +168,7 @@ class RefuseHostileInput:
 
     @staticmethod
     def _check(request: HttpRequest) -> None:
+        _check_path(request)
         _check_fields(request.GET)
         if request.method in ("GET", "HEAD", "OPTIONS") or request.content_type not in _FORM_TYPES:
             return
@@ -197,6 +202,26 @@ class RefuseHostileInput:
             "problem": exc.message, "field": field,
             "about_field": exc.message[len(field) + 1:] if named else ""}, request=request)
         return HttpResponse(page, status=400)
+
+
+def _check_path(request: HttpRequest) -> None:
+    """A path parameter (``members/{username}``, ``sessions/{session_id}``) reaches a database
+    query or a page as it is; %00 in the URL is a NUL there.  The whole path is checked, so
+    no route can forget; the refusal names the parameter when a route matches."""
+    path = request.path_info
+    if path.isascii() and "\x00" not in path:
+        return  # the common case, without a resolver lookup
+    problem = text_problem(path)
+    if problem is None:
+        return
+    try:
+        match = resolve(path, getattr(request, "urlconf", None))
+    except Resolver404:
+        match = None
+    for name, value in (match.kwargs.items() if match is not None else ()):
+        if isinstance(value, str) and text_problem(value) is not None:
+            raise Unusable(f"{name} in the address {problem}", field=name)
+    raise Unusable(f"the address (URL path) {problem}")
 
 
 def _check_fields(fields) -> None:
