@@ -221,6 +221,9 @@ def _run_with_arrival_results(upload: Upload, arrival: ArrivalAudit, rule_set):
     scope = services.upload_scope(upload)
     arguments = (upload.workspace, rule_set, upload, arrival.versions, arrival.snapshot,
                  upload.uploaded_by, scope)
+    # Before ready() compares the sessions' steps with what was monitored: an erasure since
+    # shows there, and none comes in between until the run's results are committed.
+    services.hold_off_erasures(upload.workspace_id)
     precomputed = arrival.ready(scope)
     if precomputed is not None:
         try:  # create_run's own transaction (a savepoint here) goes back on a failure

@@ -14,6 +14,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from studio.api.core import PermissionDenied, ServiceError
+from studio.traces.erasure import hold_off_erasures
 from studio.traces.models import Event, TraceSession
 from studio.workspaces.models import Membership, Role
 from studio.workspaces.services import record
@@ -107,6 +108,8 @@ def recompute_session(run: AuditRun, session: TraceSession) -> None:
     provenance: list = []
     results = compute_batch([session.id], ruleset, labeling, version_ids, provenance)
     with transaction.atomic():
+        # An erasure since the compute removed the results (found none below), or waits.
+        hold_off_erasures(run.workspace_id)
         batch_id = (SessionResult.objects.filter(run=run, session=session)
                     .values_list("batch_id", flat=True).first())
         if batch_id is None:

@@ -60,8 +60,9 @@ class AuditRun(models.Model):
     # When its unfinished batches were last enqueued again (by resume or the stall sweeper).
     requeued_at = models.DateTimeField(null=True, blank=True)
     # What was erased from under the run (studio.traces.erasure), oldest first: [{"at", "by",
-    # "kind": "upload" | "session", "id", "name", "events", "sessions", "results", "reason"}],
-    # "results" counting this run's results removed with it.  The report says so.
+    # "kind": "upload" | "session", "id", "name", "events", "sessions", "results", "reason",
+    # "recomputed_batches"}], "results" counting this run's results removed with it,
+    # "recomputed_batches" its batches computing meanwhile and computed again.  The report says so.
     erasures = models.JSONField(default=list, blank=True)
 
     class Meta:
@@ -91,6 +92,10 @@ def erasure_notice(entry: dict) -> str:
     removed = (f"{count(results, 'result')} of this run computed from it "
                f"{'was' if results == 1 else 'were'} removed" if results else
                "none of this run's results had been computed from it")
+    again = entry.get("recomputed_batches", 0)
+    if again:
+        removed += (f"; {count(again, 'batch')} of this run computing while it was erased "
+                    f"{'was' if again == 1 else 'were'} computed again without its events")
     return f"{what} was erased on {when} {who}{why}; {removed}."
 
 

@@ -23,6 +23,15 @@ A delivery of a batch already done therefore changes nothing, a concurrent dupli
 first one's transaction and then finds the batch done, and a rerun replaces, never adds to, what a
 batch stored.
 
+Erasures (``studio.traces.erasure``) and stores exclude each other: the store transaction first
+holds the workspace's erasure lock shared (``hold_off_erasures``), so no erasure runs while it
+checks and writes, and an erasure sees every result stored before it.  An erasure records itself
+on every unfinished run covering its sessions (``AuditRun.erasures``); a store that finds an entry
+there the batch had not seen when it was claimed - the events it computed from may include erased
+ones - discards its results and the batch is computed again from the events left
+(``ERASURE_RECOMPUTES`` times optimistically, then under the lock), and the erasure's entry counts
+the batches computed again.
+
 Steps in results (``first_verdict_step``, the timeline, violations, witnesses) are the events'
 stored step numbers; the monitors count positions, which are the same when a session's steps run
 0, 1, 2, ...
@@ -58,6 +67,7 @@ from studio.monitor.results import (
 )
 from studio.monitor.results import StoredResult as _Result
 from studio.rules.monitoring import approved_versions, labeler_snapshot, ruleset_for
+from studio.traces.erasure import hold_off_erasures
 from studio.traces.formats.base import fast_loads
 from studio.traces.models import Event, TraceSession, UploadStatus
 from studio.traces.models import monitor_event as traces_monitor_event
@@ -83,6 +93,11 @@ ERROR_LIMIT = 2000
 # Events handed at once to labelers that answer many steps per request (LLM labelers): each
 # asks about the ones it does not know yet in requests of its own batch size.
 LABEL_GROUP_EVENTS = 200
+
+
+# Times a batch whose events were erased while it computed is computed again without holding
+# off erasures; after that it computes under the lock (no erasure can then come in between).
+ERASURE_RECOMPUTES = 2
 
 
 class BatchRetry(Exception):
@@ -170,6 +185,8 @@ def create_run(workspace, rule_set, upload, versions, snapshot: list[dict], by,
     chunks = ready_chunks + [waiting[i:i + size] for i in range(0, len(waiting), size)]
     now = timezone.now()
     with transaction.atomic():
+        if ready_chunks:  # results computed from events: no erasure between check and write
+            hold_off_erasures(workspace.id)
         run = AuditRun.objects.create(
             workspace=workspace, rule_set=rule_set, upload=upload, labelers=snapshot,
             created_by=_user_of(by), sessions_total=len(session_ids), batches_total=len(chunks),
@@ -282,6 +299,12 @@ class QueueUnavailable(ServiceError):
     status = 503
 
 
+def queue_unavailable_message(run_id: int) -> str:
+    return (f"audit {run_id} is stored but the task queue is unavailable, so its batches "
+            f"are not queued; resume it (POST .../audits/{run_id}/resume) once the queue "
+            "is back")
+
+
 def _enqueue(run_id: int, batch_ids: list[int]) -> None:
     from kombu.exceptions import OperationalError as BrokerError
 
@@ -294,9 +317,7 @@ def _enqueue(run_id: int, batch_ids: list[int]) -> None:
         # The run is stored; its batches wait.  Resuming enqueues them again (duplicates of
         # those that did get through are harmless).
         log.warning("audit %s: the broker is unavailable (%s); batches not enqueued", run_id, exc)
-        message = (f"audit {run_id} is stored but the task queue is unavailable, so its batches "
-                   f"are not queued; resume it (POST .../audits/{run_id}/resume) once the queue "
-                   "is back")
+        message = queue_unavailable_message(run_id)
         AuditRun.objects.filter(pk=run_id).update(error=message)
         raise QueueUnavailable(message) from None
 
@@ -495,12 +516,20 @@ def run_batch(batch_id: int, force: bool = False, after_lost_connection: bool = 
         return batch
     run = batch.run
     try:
-        ruleset, labeling, version_ids = prepared_rules(run)
-        provenance: list = []
-        with fewer_collections():
-            results = compute_batch(batch.session_ids, ruleset, labeling, version_ids,
-                                    provenance)
-        return _store(batch, results, force, provenance)
+        # The erasures the run had recorded when the batch was claimed, before any event was
+        # read: one recorded after may have erased some of them.
+        seen = len(run.erasures)
+        for tries in range(ERASURE_RECOMPUTES + 1):
+            under_lock = tries == ERASURE_RECOMPUTES
+            results, provenance = (None, None) if under_lock else _compute(batch)
+            outcome = _store(batch, results, force, provenance, erasures_seen=seen,
+                             compute=lambda: _compute(batch))
+            if not isinstance(outcome, _ErasedMeanwhile):
+                return outcome
+            log.info("audit batch %s (run %s): events erased while it computed; computing "
+                     "again", batch.id, run.id)
+            seen = outcome.erasures
+        raise AssertionError("unreachable: the last try computes under the lock")
     except (OperationalError, InterfaceError) as exc:
         log.warning("audit batch %s (run %s): the database connection was lost; it runs again "
                     "without counting an attempt", batch.id, run.id, exc_info=True)
@@ -520,6 +549,24 @@ def run_batch(batch_id: int, force: bool = False, after_lost_connection: bool = 
             _fail(batch, reason)
             return "failed"
         raise BatchRetry(reason) from exc
+
+
+def _compute(batch: AuditBatch) -> tuple[list[_Result], list]:
+    """The batch's results and LLM label provenance from its sessions' events as they are now
+    (the labeling with today's label corrections).  Reads only."""
+    ruleset, labeling, version_ids = prepared_rules(batch.run)
+    provenance: list = []
+    with fewer_collections():
+        results = compute_batch(batch.session_ids, ruleset, labeling, version_ids, provenance)
+    return results, provenance
+
+
+class _ErasedMeanwhile:
+    """What ``_store`` answers when the run recorded an erasure the batch had not seen: its
+    results may read erased events and were not stored.  ``erasures``: how many it has now."""
+
+    def __init__(self, erasures: int):
+        self.erasures = erasures
 
 
 def _drop_broken_connection() -> None:
@@ -547,6 +594,10 @@ def _claim(batch_id: int, force: bool, spend: bool = True) -> AuditBatch | str:
     if claimed:
         AuditRun.objects.filter(pk=batch.run_id, status=RunStatus.QUEUED).update(
             status=RunStatus.RUNNING)
+        stale = queue_unavailable_message(batch.run_id)
+        if batch.run.error == stale:  # its batches are queued after all (resumed, swept)
+            AuditRun.objects.filter(pk=batch.run_id, error=stale).update(error="")
+            batch.run.error = ""
         return batch
     if batch.status == BatchStatus.DONE:
         return batch if force else "duplicate"
@@ -579,9 +630,15 @@ def _fail(batch: AuditBatch, reason: str) -> None:
                    reason=reason[:ERROR_LIMIT])
 
 
-def _store(batch: AuditBatch, results: list[_Result], force: bool,
-           provenance: list | None = None) -> str:
+def _store(batch: AuditBatch, results: list[_Result] | None, force: bool,
+           provenance: list | None = None, erasures_seen: int | None = None,
+           compute: Callable[[], tuple[list[_Result], list]] | None = None
+           ) -> str | _ErasedMeanwhile:
+    """Store the batch's results (see the module docstring).  ``erasures_seen``: the run's
+    erasures when the batch was claimed; if it has more now, the results are discarded
+    (``_ErasedMeanwhile``).  ``results`` None: ``compute`` them here, under the lock."""
     with transaction.atomic():
+        hold_off_erasures(batch.run.workspace_id)  # first: an erasure under way commits first
         # The lock serialises duplicates of this batch: a second one waits here, then sees done.
         status = (AuditBatch.objects.select_for_update().filter(pk=batch.pk)
                   .values_list("status", flat=True).first())
@@ -591,10 +648,18 @@ def _store(batch: AuditBatch, results: list[_Result], force: bool,
             return "duplicate"
         if status == BatchStatus.FAILED:
             return "failed"
+        if results is None:  # computed here, under the lock: no erasure comes in between
+            results, provenance = compute()
+        elif erasures_seen is not None:
+            erasures = len(AuditRun.objects.filter(pk=batch.run_id)
+                           .values_list("erasures", flat=True).first() or [])
+            if erasures != erasures_seen:
+                _count_recomputed(batch.run_id, erasures_seen)
+                return _ErasedMeanwhile(erasures)
         ViolationRecord.objects.filter(result__batch_id=batch.pk).delete()
         SessionResult.objects.filter(batch_id=batch.pk).delete()
         LabelProvenance.objects.filter(batch_id=batch.pk).delete()
-        # A session deleted since the run was planned has nothing left to report.
+        # A session deleted since the run was planned (or erased) has nothing left to report.
         kept = set(TraceSession.objects.filter(id__in=batch.session_ids)
                    .values_list("id", flat=True))
         if len(kept) < len(batch.session_ids):
@@ -616,10 +681,21 @@ def _store(batch: AuditBatch, results: list[_Result], force: bool,
                                                                      RunStatus.RUNNING):
             run.status = RunStatus.DONE
             run.finished_at = now
-            run.save(update_fields=["status", "finished_at"])
+            run.error = ""  # a finished run has no error (a stale "queue unavailable" goes)
+            run.save(update_fields=["status", "finished_at", "error"])
             record(run.workspace, None, "audit.finished", run, sessions=run.sessions_done,
                    batches=run.batches_done)
     return "done"
+
+
+def _count_recomputed(run_id: int, erasures_seen: int) -> None:
+    """Count, on each erasure the run recorded after ``erasures_seen``, a batch whose results
+    were computed while it ran and were computed again: the report says so."""
+    run = AuditRun.objects.select_for_update(of=("self",)).get(pk=run_id)
+    run.erasures = [
+        {**entry, "recomputed_batches": entry.get("recomputed_batches", 0) + 1}
+        if i >= erasures_seen else entry for i, entry in enumerate(run.erasures)]
+    run.save(update_fields=["erasures"])
 
 
 def insert_results(batch: AuditBatch, results: list[_Result]) -> None:

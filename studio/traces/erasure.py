@@ -11,10 +11,22 @@ the erasure in ``AuditRun.erasures`` (its report says what was erased, when, by 
 many of its results went with it), and the workspace's audit log records who erased what.  The
 stored file is removed once the transaction has committed.
 
-The workspace's vocabulary (``studio.traces.vocabulary``) drops every example value in the
-erasure's transaction (none of an erased event may stay), and its counts are recounted from the
-events left by a task enqueued after commit (``forget_erased_values``; until it has run the
-counts still include the erased events).
+Nothing copied from the erased events stays either (``Erasure.copies`` counts what went, by
+kind): the vocabulary entries only erased events showed (an atom or path name may be a value:
+``tool_call:send_money_to_john_doe``) and every example value; the rule test cases copied from
+the erased steps (``studio.evidence``), with the values of the audit-log entries that describe
+them replaced by ``"[erased]"`` (the only change the log allows, migration workspaces 0007); the
+ground-truth labels of the sessions removed; the impact-check summaries computed from removed
+results (computed again, from what is left, when next shown).
+
+Erasures and audits exclude each other per workspace: the erasure holds a transaction-level
+advisory lock (``exclude_result_writers``) and whatever stores results computed from events -
+an audit batch, the results monitored on arrival, a recomputed session - holds the same lock
+shared (``hold_off_erasures``) while it decides whether its results still stand and writes them.
+So an erasure never runs between such a check and the write, and it sees (and removes) every
+result stored before it.  A batch computing while an erasure runs sees, in its write
+transaction, that the run has recorded an erasure since the batch read its events, and computes
+again from the events left (``studio.audits.services.run_batch``).
 
 The models are the tables' (``_raw_delete``): Django's own ``delete`` would first read every
 row it cascades to.  Foreign keys are checked at commit (Django declares them deferrable), so
@@ -27,13 +39,14 @@ import logging
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
 from studio.audits.models import (
     AuditRun,
+    GroundTruth,
     LabelCorrection,
     LabelProvenance,
     RunStatus,
@@ -44,7 +57,7 @@ from studio.workspaces.models import Workspace
 from studio.workspaces.services import record
 
 from .models import Event, TraceSession, Upload, UploadError, UploadStatus
-from .vocabulary import forget_erased_values
+from .vocabulary import forget_erased_values, forget_erased_names
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +66,34 @@ STILL_PARSING = (UploadStatus.RECEIVED, UploadStatus.PARSING)
 
 class StillParsing(Exception):
     """The upload is still being parsed: its events are still arriving."""
+
+
+# The key space of the advisory locks between a workspace's erasures and its result writers
+# (any int4; the second key is the workspace).
+_LOCK_SPACE = 0x45524153
+
+
+def hold_off_erasures(workspace_id: int) -> None:
+    """In the caller's transaction, until it ends: no erasure of the workspace runs, and one
+    under way has committed.  For whatever writes results computed from events: it takes this
+    before checking that its results still stand, then writes them."""
+    _advisory_lock(workspace_id, shared=True)
+
+
+def exclude_result_writers(workspace_id: int) -> None:
+    """In the erasure's transaction, first: wait for every result writer of the workspace
+    (``hold_off_erasures``) to commit, and keep new ones waiting until this transaction ends."""
+    _advisory_lock(workspace_id, shared=False)
+
+
+def _advisory_lock(workspace_id: int, shared: bool) -> None:
+    if connection.vendor != "postgresql":
+        return  # SQLite runs one writing transaction at a time anyway
+    if not connection.in_atomic_block:
+        raise RuntimeError("the erasure lock is a transaction's: take it inside atomic()")
+    function = "pg_advisory_xact_lock_shared" if shared else "pg_advisory_xact_lock"
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {function}(%s, %s)", [_LOCK_SPACE, workspace_id % 2**31])
 
 
 @dataclass
@@ -70,6 +111,8 @@ class Erasure:
     at: datetime | None = None
     by: str | None = None
     reason: str = ""     # why, when no person asked (retention)
+    # The copies of erased data removed with the events, by kind (see the module docstring).
+    copies: dict[str, int] = field(default_factory=dict)
 
     def for_run(self, results: int, scope: bool = False) -> dict:
         """The entry a run keeps (``AuditRun.erasures``), with its own results removed;
@@ -84,6 +127,7 @@ def erase_upload(upload: Upload, by=None, reason: str = "") -> Erasure:
     """Erase ``upload``: its events, its stored file, its line errors and the upload itself,
     with what the module docstring lists.  ``StillParsing`` while it is being parsed."""
     with transaction.atomic():
+        exclude_result_writers(upload.workspace_id)  # first: nothing of theirs locked yet
         locked = Upload.objects.select_for_update().filter(pk=upload.pk).first()
         if locked is None:  # erased meanwhile
             return Erasure("upload", upload.pk, upload.filename, 0, 0, 0, 0)
@@ -109,6 +153,7 @@ def erase_session(session: TraceSession, by=None, reason: str = "") -> Erasure:
     """Erase ``session`` and every event it holds, whatever their source: a live session, or an
     uploaded one (the uploads that brought its events keep their other sessions)."""
     with transaction.atomic():
+        exclude_result_writers(session.workspace_id)
         # A live delivery to the session holds this lock while it stores events.
         locked = TraceSession.objects.select_for_update().filter(pk=session.pk).first()
         if locked is None:
@@ -163,11 +208,13 @@ def _erase(workspace: Workspace, kind: str, ident: int, name: str, events: Query
     (sessions.exclude(left_empty)
      .update(steps=Greatest(F("steps") - Coalesce(Subquery(erased_here), Value(0)), Value(0)),
              monitor_state=None))
+    copies = _erase_copies(workspace, events, emptied, results_by_run, by)
     emptied._raw_delete(db)
     events._raw_delete(db)
 
     erasure = Erasure(kind, ident, name, event_count, session_count, removed_count,
-                      sum(results_by_run.values()), sorted(runs), now, _name_of(by), reason)
+                      sum(results_by_run.values()), sorted(runs), now, _name_of(by), reason,
+                      copies)
     for run in AuditRun.objects.select_for_update().filter(pk__in=runs).order_by("pk"):
         run.erasures = [*run.erasures, erasure.for_run(results_by_run.get(run.pk, 0),
                                                        scope=run.pk in scoped)]
@@ -176,6 +223,25 @@ def _erase(workspace: Workspace, kind: str, ident: int, name: str, events: Query
     details = {k: v for k, v in asdict(erasure).items() if k not in ("at", "by", "id")}
     record(workspace, by, f"{kind}.erased", None, **{kind: ident}, **details)
     return erasure
+
+
+def _erase_copies(workspace: Workspace, events: QuerySet, emptied: QuerySet,
+                  results_by_run: dict[int, int], by) -> dict[str, int]:
+    """Remove what was copied from ``events`` (still stored) and the ``emptied`` sessions
+    (still stored) elsewhere; how many of each kind went."""
+    from studio.evidence.erasure import erase_copied_cases, forget_impact_summaries
+
+    cases, log_entries = erase_copied_cases(workspace, events, by)
+    labels = GroundTruth.objects.filter(workspace=workspace,
+                                        session__in=emptied.values("external_id"))
+    return {
+        "vocabulary_entries": forget_erased_names(workspace, events),
+        "test_cases": cases,
+        "log_entries_redacted": log_entries,
+        "ground_truth_labels": labels._raw_delete(labels.db),
+        "impact_summaries": forget_impact_summaries(
+            [run for run, n in results_by_run.items() if n]),
+    }
 
 
 def _unfinished_runs_covering(workspace: Workspace, touched: QuerySet) -> set[int]:

@@ -15,10 +15,13 @@ Each process remembers the examples it knows stored (for ``REMEMBER_SECONDS``): 
 whose entries are all known, and whose rows are full of examples or hold its values already,
 costs that one statement.
 
-Erasing events (``studio.traces.erasure``) leaves the counts too high, and the examples may
-still hold values of the erased events: ``rebuild`` (``manage.py rebuild_vocabulary``) recounts
-both from the stored events.  An erasure does not call it: it reads every event of the
-workspace.
+Erasing events (``studio.traces.erasure``), in its transaction: the erased events are counted
+again and their counts taken off (``forget_erased_names``); an entry left with no event goes, so
+a name made from a value (``tool_call:send_money_to_john_doe``) goes with the last event that
+showed it; and every example is dropped (``forget_erased_values``).  After commit a task
+recounts the workspace (``rebuild``): examples come back from the events left, and counts that
+were short before (events loaded before the vocabulary was kept, paths past ``MAX_PATHS``) are
+set right - an entry such a short count removed too early comes back then.
 """
 
 from __future__ import annotations
@@ -255,6 +258,35 @@ def rebuild(workspace, chunk: int = 2000) -> int:
                                                events__lte=0).delete()
         transaction.on_commit(forget_stored)
     return len(found)
+
+
+def forget_erased_names(workspace, events) -> int:
+    """In an erasure's transaction, before ``events`` (a queryset of the events being erased)
+    are deleted: take their counts off the workspace's entries and delete the entries left with
+    none; returns how many were deleted."""
+    collector = pure.Collector()
+    for input_, output, data, labels in (events.order_by()
+                                         .values_list("input", "output", "data", "labels")
+                                         .iterator(chunk_size=2000)):
+        collector.add(input_, output, data, labels)
+    taken = [(entry, -count, []) for entry, (count, _) in collector.counts().items()
+             if len(entry[1]) <= NAME_LIMIT and len(entry[3]) <= CARRIER_LIMIT]
+    if not taken:
+        return 0
+    stored = {(kind, name, type_, carrier) for kind, name, type_, carrier in
+              VocabularyEntry.objects.filter(workspace=workspace).values_list(
+                  "kind", "name", "json_type", "carrier")}
+    taken = [row for row in taken if row[0] in stored]  # never insert a row with a negative count
+    if not taken:
+        return 0
+    returned = _add(workspace.pk, taken, read_back=True)
+    emptied = [returned[entry][0] for entry, _, _ in taken]
+    deleted = 0
+    for start in range(0, len(emptied), 1000):
+        deleted += VocabularyEntry.objects.filter(pk__in=emptied[start:start + 1000],
+                                                  events__lte=0)._raw_delete(
+                                                      VocabularyEntry.objects.db)
+    return deleted
 
 
 def forget_erased_values(workspace) -> None:

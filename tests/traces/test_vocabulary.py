@@ -104,6 +104,7 @@ def test_a_second_upload_adds_its_events_and_lines_not_stored_are_not_counted(au
 def test_rebuild_recounts_what_the_uploads_recorded_and_what_is_left_after_an_erasure(
         auditor, acme):
     parsed(auditor, auditor.upload(jsonl(*LOG), "jsonl"))
+    first = rows(acme)
     second = parsed(auditor, auditor.upload(
         jsonl(*[dict(e, session="n" + e["session"]) for e in LOG[:7]]), "jsonl"))
     recorded = rows(acme)
@@ -115,9 +116,9 @@ def test_rebuild_recounts_what_the_uploads_recorded_and_what_is_left_after_an_er
     assert rows(acme) == recorded
 
     erasure.erase_upload(Upload.objects.get(pk=second["id"]))
-    # in the erasure's transaction every example goes (no erased value may stay); the counts
-    # wait for the recount the commit enqueues (see studio.traces.erasure)
-    assert rows(acme) == {entry: (events, []) for entry, (events, _) in recorded.items()}
+    # in the erasure's transaction the erased events' counts are taken off and every example
+    # goes (no erased value may stay); the recount the commit enqueues brings examples back
+    assert rows(acme) == {entry: (events, []) for entry, (events, _) in first.items()}
     vocabulary.rebuild(acme)
     check_log_counts(rows(acme))
 
