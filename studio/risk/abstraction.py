@@ -234,13 +234,16 @@ class Abstraction:
 
         For each candidate label set, every state's successor is worked out at once: each rule's
         configurations are numbered, the rule's step under that label set becomes a table from
-        numbers to numbers, and the successors' rows are looked up among the states by a hash of
-        their numbers (checked exactly).  Each rule steps once per (configuration, label set),
-        not once per (state, label set): a model of 10^4 states learns in seconds, not hours."""
+        numbers to numbers (one per rule and part of the label set the rule reads, so label sets
+        that differ only in what a rule ignores share it), and each successor is found among the
+        states with the same picked atoms by a hash of its numbers, then checked exactly, all in
+        numpy.  Each rule steps once per (configuration, atoms it reads), not once per (state,
+        label set), and no state is built per candidate: a model of 10^4 states finds its
+        valid transitions in seconds."""
         n = len(states)
         rules = len(self.rules)
-        index = {s: i for i, s in enumerate(states)}
-        sources, targets = [], []
+        sources: list[np.ndarray] = []
+        targets: list[np.ndarray] = []
         moving = np.array([i for i, s in enumerate(states) if s.kind != "end"], dtype=np.int64)
         if len(moving) and rules:
             numbers: list[dict] = [{} for _ in range(rules)]
@@ -257,52 +260,130 @@ class Abstraction:
                     table[i, r] = found
             violated = np.array([s.violated if s.kind != "end" else (False,) * rules
                                  for s in states], dtype=np.int64).reshape(n, rules)
-            rng = np.random.default_rng(20260521)
-            weights = rng.integers(1, 2**61, size=(2, rules), dtype=np.int64)
-            step_states: dict[tuple, list[int]] = {}
-            for j, state in enumerate(states):
-                if state.kind == "step":
-                    step_states.setdefault(state.labels, []).append(j)
+            weights = _hash_weights(rules)
             hashes = table @ weights[0] + violated @ weights[1]   # wraps: fine for a hash
+            receivers = {labels: _Receivers(np.asarray(found, dtype=np.int64), hashes)
+                         for labels, found in _step_states_by_labels(states).items()}
+            moving_table = table[moving]
+            columns: list[dict] = [{} for _ in range(rules)]
             for labels in self.candidate_label_sets(states):
-                picked = tuple(t for t in labels if t in self.picked)
-                receivers = step_states.get(picked)
-                if not receivers:
+                group = receivers.get(tuple(t for t in labels if t in self.picked))
+                if group is None:
                     continue
-                moved = np.empty((len(moving), rules), dtype=np.int64)
-                now_violated = np.empty((len(moving), rules), dtype=np.int64)
-                possible = np.ones(len(moving), dtype=bool)
-                for r in range(rules):
-                    step_to = np.empty(len(configs[r]), dtype=np.int64)
-                    step_violates = np.empty(len(configs[r]), dtype=np.int64)
-                    for k, config in enumerate(configs[r]):
-                        after, violates = self._rule_step(r, config, labels)
-                        step_to[k] = numbers[r].get(after, -1)
-                        step_violates[k] = violates
-                    column = table[moving, r]
-                    moved[:, r] = step_to[column]
-                    now_violated[:, r] = step_violates[column]
-                    possible &= moved[:, r] >= 0
-                candidate_hashes = moved @ weights[0] + now_violated @ weights[1]
-                wanted = np.isin(candidate_hashes, hashes[receivers]) & possible
-                for row in np.flatnonzero(wanted):
-                    i = int(moving[row])
-                    successor = AbstractState(
-                        "step", picked,
-                        tuple(configs[r][moved[row, r]] for r in range(rules)),
-                        tuple(bool(v) for v in now_violated[row]))
-                    j = index.get(successor)
-                    if j is not None:
-                        sources.append(i)
-                        targets.append(j)
+                # Per rule, the moving states' step under the part of the labels it reads
+                # (kept: label sets differing elsewhere share it), summed into their hashes.
+                steps = [self._rule_step_column(r, labels, configs[r], numbers[r],
+                                                moving_table[:, r], weights[:, r], columns[r])
+                         for r in range(rules)]
+                candidate_hashes = steps[0].hash_part.copy()
+                possible = steps[0].known.copy()
+                for step in steps[1:]:
+                    candidate_hashes += step.hash_part
+                    possible &= step.known
+                rows, found = group.lookup(candidate_hashes, possible)
+                if group.shared_hashes is not None:
+                    # Two receivers share a hash: the lookup tried one; try every one.
+                    unsure = np.flatnonzero(possible & np.isin(candidate_hashes,
+                                                               group.shared_hashes))
+                    extra = [(row, j) for row in unsure
+                             for j in group.with_hash(candidate_hashes[row])]
+                    if extra:
+                        rows = np.concatenate([rows, [row for row, _ in extra]]).astype(np.int64)
+                        found = np.concatenate([found, [j for _, j in extra]]).astype(np.int64)
+                exact = np.ones(len(rows), dtype=bool)
+                for r, step in enumerate(steps):
+                    sources_config = moving_table[rows, r]
+                    exact &= ((table[found, r] == step.step_to[sources_config])
+                              & (violated[found, r] == step.step_violates[sources_config]))
+                sources.append(moving[rows[exact]])
+                targets.append(found[exact])
         if self.end_of_session:
+            index = {s: i for i, s in enumerate(states)}
+            ends_from, ends_to = [], []
             for i, state in enumerate(states):
                 if state.kind == "step":
                     j = index.get(self.end(state))
                     if j is not None:
-                        sources.append(i)
-                        targets.append(j)
-        valid = sp.csr_matrix((np.ones(len(sources)), (sources, targets)), shape=(n, n))
+                        ends_from.append(i)
+                        ends_to.append(j)
+            sources.append(np.array(ends_from, dtype=np.int64))
+            targets.append(np.array(ends_to, dtype=np.int64))
+        all_sources = np.concatenate(sources) if sources else np.zeros(0, dtype=np.int64)
+        all_targets = np.concatenate(targets) if targets else np.zeros(0, dtype=np.int64)
+        valid = sp.csr_matrix((np.ones(len(all_sources)), (all_sources, all_targets)),
+                              shape=(n, n))
         valid.sum_duplicates()
         valid.data[:] = 1.0
         return valid
+
+    def _rule_step_column(self, index: int, labels: tuple[str, ...], configs: list,
+                          numbers: dict, column: np.ndarray, weights: np.ndarray,
+                          cache: dict) -> _RuleStep:
+        """Rule ``index``'s step under ``labels`` for the configurations in ``column`` (numbers
+        of its configurations), kept per part of the labels the rule reads."""
+        reads = self._rule_reads[index]
+        key = tuple(t for t in labels if t in reads)
+        found = cache.get(key)
+        if found is None:
+            step_to = np.empty(len(configs), dtype=np.int64)
+            step_violates = np.empty(len(configs), dtype=np.int64)
+            for k, config in enumerate(configs):
+                after, violates = self._rule_step(index, config, key)
+                step_to[k] = numbers.get(after, -1)
+                step_violates[k] = violates
+            moved = step_to[column]
+            found = cache[key] = _RuleStep(step_to, step_violates, moved >= 0,
+                                           moved * weights[0] + step_violates[column] * weights[1])
+        return found
+
+
+@dataclass(frozen=True)
+class _RuleStep:
+    """One rule's step under one part of the labels: per configuration of the rule, and its
+    share of each moving state's successor."""
+
+    step_to: np.ndarray         # per configuration, the number of the one it moves to (-1: one
+    step_violates: np.ndarray   # no state has), and 1 where the step violates the rule
+    known: np.ndarray           # per moving state: its successor's configuration is numbered
+    hash_part: np.ndarray       # per moving state: the rule's share of the successor's hash
+
+
+def _hash_weights(rules: int) -> np.ndarray:
+    """Random 61-bit weights hashing a state's numbers (seeded: the same every run)."""
+    rng = np.random.default_rng(20260521)
+    return rng.integers(1, 2**61, size=(2, rules), dtype=np.int64)
+
+
+def _step_states_by_labels(states: Sequence[AbstractState]) -> dict[tuple, list[int]]:
+    out: dict[tuple, list[int]] = {}
+    for j, state in enumerate(states):
+        if state.kind == "step":
+            out.setdefault(state.labels, []).append(j)
+    return out
+
+
+class _Receivers:
+    """The step states with one set of picked atoms, searchable by hash."""
+
+    def __init__(self, members: np.ndarray, hashes: np.ndarray):
+        own = hashes[members]
+        order = np.argsort(own, kind="stable")
+        self.members = members[order]
+        self.hashes = own[order]
+        repeated = self.hashes[1:] == self.hashes[:-1]
+        self.shared_hashes = (np.unique(self.hashes[1:][repeated]) if repeated.any()
+                              else None)
+
+    def lookup(self, wanted: np.ndarray, possible: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray]:
+        """``(rows, members)``: the rows of ``wanted`` (where ``possible``) whose hash some
+        member has, and for each one such member."""
+        at = np.searchsorted(self.hashes, wanted)
+        at[at == len(self.hashes)] = 0
+        rows = np.flatnonzero(possible & (self.hashes[at] == wanted))
+        return rows, self.members[at[rows]]
+
+    def with_hash(self, value) -> np.ndarray:
+        lo, hi = int(np.searchsorted(self.hashes, value, "left")), int(
+            np.searchsorted(self.hashes, value, "right"))
+        return self.members[lo:hi]

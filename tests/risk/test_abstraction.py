@@ -2,6 +2,7 @@
 
 import subprocess
 import sys
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -169,3 +170,39 @@ def test_valid_transitions_agree_with_the_definition(which, sessions, picked, ex
     states = list(dict.fromkeys(s for t in traces for s in t))
     fast = abstraction.valid_transitions(states).toarray().astype(bool)
     assert (fast == valid_by_definition(abstraction, states)).all()
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from(range(len(RULE_SETS))), st.lists(events, min_size=1, max_size=8),
+       st.sampled_from([None, ("pay",), ("ask", "answer")]))
+def test_valid_transitions_stay_exact_when_every_hash_collides(which, sessions, picked):
+    """Successors are found by a hash of their monitor numbers and then checked: with every
+    hash equal, the check alone must still give the definition."""
+    from studio.risk import abstraction as module
+
+    rules = ruleset(RULE_SETS[which])
+    readable = Abstraction(rules).readable
+    if picked is not None:
+        picked = [a for a in picked if a in readable]
+    abstraction = Abstraction(rules, atoms=picked)
+    states = list(dict.fromkeys(s for e in sessions for s in abstraction.session(e)))
+    with mock.patch.object(module, "_hash_weights",
+                           lambda rules: np.zeros((2, rules), dtype=np.int64)):
+        colliding = abstraction.valid_transitions(states).toarray().astype(bool)
+    assert (colliding == valid_by_definition(abstraction, states)).all()
+
+
+def test_valid_transitions_of_twenty_rules_agree_with_the_definition():
+    """The benchmark's 20 rules (data atoms, past and bounded operators) over agent-like
+    sessions: hundreds of states and label sets, each rule reading a different part."""
+    from bench.workloads import RULES_20, agent_events
+
+    abstraction = Abstraction(RuleSet(RULES_20))
+    stream = agent_events(240, seed=11)
+    states = list(dict.fromkeys(s for k in range(0, 240, 12)
+                                for s in abstraction.session(stream[k:k + 12])))
+    assert len(states) > 150
+    fast = abstraction.valid_transitions(states).toarray().astype(bool)
+    expected = valid_by_definition(abstraction, states)
+    assert fast.sum() > len(states)   # more than the observed transitions and the ends
+    assert (fast == expected).all()
