@@ -251,6 +251,17 @@ def get_upload(request, slug: str, upload_id: int):
     return _upload_out(_upload(request, slug, upload_id))
 
 
+@router.post("{slug}/uploads/{upload_id}/resume", response=UploadOut,
+             summary="Parse a failed upload again from where it stopped (auditor role): the "
+                     "events it stored stay, the rest are loaded, each once; 409 when it has "
+                     "not failed")
+def resume_upload(request, slug: str, upload_id: int):
+    workspace = workspace_for(request, slug, Role.AUDITOR)
+    upload = get_object_or_404(Upload, workspace=workspace, pk=upload_id)
+    services.resume_upload(upload, by=actor_of(request))
+    return _upload_out(_upload(request, slug, upload_id))  # parsed already without a broker
+
+
 ERASERS = (Role.AUDITOR, Role.ADMIN)
 
 

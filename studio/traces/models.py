@@ -69,8 +69,9 @@ class Upload(models.Model):
         """How far parsing has got, for the progress bar (100 only once it is done)."""
         if self.status in (UploadStatus.PARSED, UploadStatus.FAILED):
             return 100.0
-        if self.status == UploadStatus.RECEIVED or not self.size:
+        if not self.size:
             return 0.0
+        # A resumed upload waits (received) at the bytes it had read: its bar does not go back.
         return round(min(99.0, 100.0 * self.bytes_read / self.size), 1)
 
 

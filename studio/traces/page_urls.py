@@ -13,6 +13,8 @@ urlpatterns = [
          name="upload_errors"),
     path("w/<slug:slug>/uploads/<int:upload_id>/audit", views.upload_audit, name="upload_audit"),
     path("w/<slug:slug>/uploads/<int:upload_id>/erase", views.upload_erase, name="upload_erase"),
+    path("w/<slug:slug>/uploads/<int:upload_id>/resume", views.upload_resume,
+         name="upload_resume"),
     path("w/<slug:slug>/audits/<int:audit_id>/progress", views.audit_progress,
          name="audit_progress"),
 ]

@@ -15,6 +15,12 @@ the format's parser over the stored file (in a child process for a big file on P
 - the batch's line errors, the progress counters and the checkpoint (``items_done``) are written
   in the same transaction, so a rerun after a crash resumes where the last batch ended and never
   stores an event twice.
+
+A lost database connection (Postgres restarted, the connection terminated) is not the upload's
+fault and spends no attempt: the batch in hand is written again on a new connection (in halves,
+should it be lost again), and so is the final step (``_Reconnects``); a database away for longer
+goes up to the task, which parses on from the checkpoint later (``worker.uploads``).  A failed
+upload resumes from its checkpoint (``resume_upload``), also when the same file is uploaded again.
 """
 
 from __future__ import annotations
@@ -70,10 +76,20 @@ FIRST_BATCH_EVENTS = 1_000
 # The bench turns it off to measure the staged load alone.
 DIRECT_COPY = True
 SOURCE = "upload"
+# A batch whose connection is lost is written again in halves down to about this many items.
+MIN_PART_ITEMS = 250
+# The vocabulary of a part of a batch: counted from its stored rows.
+RECOUNT = {"recount": "from the stored rows"}
 
 
 def max_attempts() -> int:
     return getattr(settings, "UPLOAD_MAX_ATTEMPTS", 3)
+
+
+def reconnect_seconds() -> float:
+    """How long a parse retries lost connections itself while nothing commits, before the
+    task takes over (shorter than a task may run)."""
+    return getattr(settings, "UPLOAD_RECONNECT_SECONDS", 60)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -99,7 +115,8 @@ def create_upload(workspace: Workspace, file, format: str, options: dict | None 
                   by=None, filename: str | None = None, audit: bool = False,
                   rule_set=None) -> tuple[Upload, bool]:
     """Store ``file`` and enqueue its parsing after commit.  Returns ``(upload, created)``: the
-    same file uploaded to the workspace before gives that upload back and adds nothing.
+    same file uploaded to the workspace before gives that upload back and adds nothing, except
+    that an upload which had failed is resumed (its ``resumed`` is then True).
 
     ``audit``: audit the upload's sessions with the approved rules of ``rule_set`` (or of the
     workspace) as it loads (``studio.audits.arrival``); for a file uploaded before, audit it now
@@ -206,9 +223,40 @@ def _again(existing: Upload, format: str, options: dict, audit: bool = False, ru
     if existing.status == UploadStatus.RECEIVED:
         # Its parse task may never have reached a broker; enqueueing again is harmless.
         transaction.on_commit(partial(enqueue_parse, existing.pk))
+    resumed = False
+    if existing.status == UploadStatus.FAILED:
+        # Sending the file again is how a person retries: it parses on from where it stopped.
+        try:
+            existing = resume_upload(existing, by)
+            resumed = True
+        except Conflict:
+            existing.refresh_from_db()  # resumed by someone else meanwhile
     if audit:
         _audit_again(existing, rule_set, by)
+    existing.resumed = resumed
     return existing
+
+
+def resume_upload(upload: Upload, by=None) -> Upload:
+    """Parse a failed upload again from its checkpoint, with fresh attempts: the batches it
+    loaded stay and are skipped, so every event ends up stored once.  A ``Conflict`` when the
+    upload has not failed (nothing to resume)."""
+    with transaction.atomic():
+        locked = (Upload.objects.select_for_update().select_related("workspace")
+                  .get(pk=upload.pk))
+        if locked.status != UploadStatus.FAILED:
+            raise Conflict(f"upload #{locked.pk} is {locked.status}, not failed; there is "
+                           "nothing to resume")
+        failure = locked.error
+        locked.status, locked.attempts, locked.error = UploadStatus.RECEIVED, 0, ""
+        # Not started again yet: beat's sweeper enqueues it again if the broker loses the task.
+        locked.started_at, locked.finished_at, locked.requeued_at = None, None, timezone.now()
+        locked.save(update_fields=["status", "attempts", "error", "started_at", "finished_at",
+                                   "requeued_at"])
+        record(locked.workspace, by, "upload.resumed", locked, items_done=locked.items_done,
+               events=locked.events_stored, failure=failure[:500])
+        transaction.on_commit(partial(enqueue_parse, locked.pk))
+    return locked
 
 
 def _audit_again(existing: Upload, rule_set, by) -> None:
@@ -281,10 +329,14 @@ class _Superseded(Exception):
     """Another run of the same upload has moved it on; this one stops."""
 
 
-def parse_upload(upload_id: int) -> Upload | None:
+def parse_upload(upload_id: int, after_lost_connection: bool = False) -> Upload | None:
     """Parse and load a stored upload.  Idempotent: a finished upload is left alone, and a rerun
-    of an interrupted one resumes after the last loaded batch."""
-    upload = _claim(upload_id)
+    of an interrupted one resumes after the last loaded batch.
+
+    Lost connections are retried here while the database comes back quickly (``_Reconnects``);
+    one that outlasts that is raised as it is, and the task parses the upload again with
+    ``after_lost_connection``, which claims it without spending an attempt."""
+    upload = _claim(upload_id, spend=not after_lost_connection)
     if upload is None:
         return Upload.objects.filter(pk=upload_id).first()
     try:
@@ -300,7 +352,10 @@ def parse_upload(upload_id: int) -> Upload | None:
     except OSError as exc:
         _fail(upload, f"the stored file cannot be read ({exc.strerror or exc})")
     except (OperationalError, InterfaceError):
-        raise  # the database is away: the task is retried and resumes from the checkpoint
+        logger.warning("upload %s: the database connection was lost; the task parses on from "
+                       "the checkpoint without counting an attempt", upload_id, exc_info=True)
+        _drop_broken_connection()
+        raise
     except Exception as exc:  # a bug must not leave the upload "parsing" for ever
         logger.exception("upload %s: parsing failed", upload_id)
         _fail(upload, f"parsing stopped on an internal error ({type(exc).__name__}); the events "
@@ -340,11 +395,17 @@ def nothing_read(upload: Upload) -> str:
             "OpenTelemetry traces are otlp, an Inspect log is inspect)")
 
 
-def _claim(upload_id: int) -> Upload | None:
+def _claim(upload_id: int, spend: bool = True) -> Upload | None:
+    """The upload, marked parsing, unless it is finished (None).  ``spend``: count an attempt
+    (not when the attempt a lost connection interrupted goes on - unless none was counted)."""
     with transaction.atomic():
         upload = Upload.objects.select_for_update().filter(pk=upload_id).first()
         if upload is None or upload.status in (UploadStatus.PARSED, UploadStatus.FAILED):
             return None
+        if not spend and upload.attempts:
+            upload.status = UploadStatus.PARSING
+            upload.save(update_fields=["status"])
+            return upload
         if upload.attempts >= max_attempts():
             upload.status = UploadStatus.FAILED
             upload.error = (f"gave up after {upload.attempts} attempts to parse; the events "
@@ -401,8 +462,6 @@ def _parse(upload: Upload) -> None:
 
 
 def _load_and_finish(upload: Upload, arrival, threaded: bool) -> None:
-    from studio.audits.arrival import finish_upload_audit
-
     started = time.monotonic()
     store = _Store(upload, arrival)
     sink = _Background(store) if threaded else store
@@ -439,6 +498,35 @@ def _load_and_finish(upload: Upload, arrival, threaded: bool) -> None:
         if arrival is not None:
             arrival.drain()  # what the writer committed last
     loaded = time.monotonic()
+    reconnects = _Reconnects(upload.pk)
+    while True:
+        try:
+            with connection.wrap_database_errors:  # the audit's COPYs raise psycopg's errors
+                outcome = _finish(upload, done, store, arrival)
+            break
+        except (OperationalError, InterfaceError) as exc:
+            if not reconnects.retry(exc, "the final step"):
+                raise
+            # The results monitored on arrival may have been half handed over: the run audits
+            # every session with its batches instead (nothing is lost, only time).
+            arrival = None
+    if outcome is None:
+        return
+    locked, finished = outcome
+    # Where a load's time went, for operators (and bench.pipeline): loading the events, storing
+    # the results monitored on arrival, and the commit (which checks their foreign keys).
+    phases = {"load_s": loaded - started, "finish_s": finished - loaded,
+              "commit_s": time.monotonic() - finished}
+    logger.info("upload %s: %s events loaded in %.2f s, finished in %.2f s, committed in %.2f s",
+                upload.pk, locked.events_stored, *phases.values(), extra={"phases": phases})
+
+
+def _finish(upload: Upload, done: int, store: _Store, arrival) -> tuple[Upload, float] | None:
+    """In one transaction, mark the loaded upload parsed (and start the audit it asked for) or
+    failed when no line was an event (None).  A commit whose answer a lost connection swallowed
+    is found done when this runs again (``_Superseded``)."""
+    from studio.audits.arrival import finish_upload_audit
+
     with transaction.atomic():
         locked = Upload.objects.select_for_update().get(pk=upload.pk)
         if locked.status != UploadStatus.PARSING or locked.items_done != done:
@@ -452,7 +540,7 @@ def _load_and_finish(upload: Upload, arrival, threaded: bool) -> None:
             locked.save(update_fields=["status", "error", "finished_at"])
             record(locked.workspace, None, "upload.failed", locked, lines=locked.lines_total,
                    bad_lines=locked.lines_bad, reason=locked.error)
-            return
+            return None
         locked.status = UploadStatus.PARSED
         locked.bytes_read = locked.size
         locked.finished_at = timezone.now()
@@ -461,12 +549,41 @@ def _load_and_finish(upload: Upload, arrival, threaded: bool) -> None:
                bad_lines=locked.lines_bad, events=locked.events_stored)
         finish_upload_audit(locked, arrival)
         finished = time.monotonic()
-    # Where a load's time went, for operators (and bench.pipeline): loading the events, storing
-    # the results monitored on arrival, and the commit (which checks their foreign keys).
-    phases = {"load_s": loaded - started, "finish_s": finished - loaded,
-              "commit_s": time.monotonic() - finished}
-    logger.info("upload %s: %s events loaded in %.2f s, finished in %.2f s, committed in %.2f s",
-                upload.pk, locked.events_stored, *phases.values(), extra={"phases": phases})
+    return locked, finished
+
+
+class _Reconnects:
+    """The rule for a connection lost in the middle of a parse (Postgres restarted, the
+    connection terminated), as for audits: not the upload's fault, so it spends no attempt.  The
+    work in hand runs again on a new connection after a pause that grows while nothing commits;
+    once nothing has committed for ``reconnect_seconds()`` the error goes up to the task, which
+    parses on from the checkpoint later (``worker.uploads``)."""
+
+    def __init__(self, upload_id: int):
+        self.upload_id = upload_id
+        self.since: float | None = None
+        self.retries = 0
+
+    def committed(self) -> None:
+        self.since, self.retries = None, 0
+
+    def retry(self, exc: BaseException, what: str) -> bool:
+        """After ``exc`` (a lost connection): wait, and say whether to run ``what`` again."""
+        from studio.audits.services import _drop_broken_connection  # audits import traces
+
+        _drop_broken_connection()
+        if connection.in_atomic_block:
+            return False  # a caller's transaction (tests) is lost with its connection
+        now = time.monotonic()
+        if self.since is None:
+            self.since = now
+        if now - self.since >= reconnect_seconds():
+            return False
+        logger.warning("upload %s: the database connection was lost (%s); %s runs again on a "
+                       "new connection", self.upload_id, str(exc).strip()[:200], what)
+        time.sleep(min(1.0, 0.01 * 2 ** self.retries))
+        self.retries += 1
+        return True
 
 
 # The columns of traces_event after session_id, step, workspace_id, upload_id and source, in the
@@ -579,12 +696,62 @@ class _Store:
         self.upload = upload
         self.workspace_id = upload.workspace_id
         self.observer = observer
+        self.position = upload.bytes_read  # of the last batch committed
+        self.reconnects = _Reconnects(upload.pk)
+        # After a lost connection: whether the last write's commit may have gone through unseen.
+        self.unsure = False
 
     def close(self) -> None:
         pass
 
     def put(self, batch: Batch) -> None:
+        """Write the batch.  When the connection is lost it is written again on a new one, in
+        halves (each its own checkpoint), so that a connection lost again and again still lets
+        smaller transactions through; a part whose commit went through unseen is skipped."""
+        parts = [batch]
+        while parts:
+            part = parts[0]
+            steps = [item.step for item in part.items if isinstance(item, Row)]
+            try:
+                with connection.wrap_database_errors:  # COPY raises psycopg's own errors
+                    written = self._write(part)
+            except (OperationalError, InterfaceError) as exc:
+                # The rows are numbered afresh on the new connection, as if never tried.
+                for row, step in zip((i for i in part.items if isinstance(i, Row)), steps):
+                    row.step = step
+                end = part.start + len(part.items)
+                if not self.reconnects.retry(exc, f"the batch of items {part.start + 1}-{end}"):
+                    raise
+                self.unsure = True
+                parts[0:1] = self._halves(part)
+                continue
+            parts.pop(0)
+            self.reconnects.committed()
+            if written:
+                self.unsure = False
+
+    def _halves(self, part: Batch) -> list[Batch]:
+        """The part cut in two between lines near its middle (a line's items stay together, so
+        it is counted once), or whole when it is small or one line."""
+        items = part.items
+        if len(items) < 2 * MIN_PART_ITEMS:
+            return [part]
+        middle = len(items) // 2
+        cut = next((i for d in range(middle) for i in (middle + d, middle - d)
+                    if 0 < i < len(items) and items[i].line != items[i - 1].line), None)
+        if cut is None:
+            return [part]
+        # The halves carry no payloads (the audit on arrival then leaves their sessions to the
+        # run's batches) and count their vocabulary from their rows.
+        counts = RECOUNT if part.vocabulary else None
+        return [Batch(items[:cut], part.start, self.position, None, counts),
+                Batch(items[cut:], part.start + cut, part.position, None, counts)]
+
+    def _write(self, batch: Batch) -> bool:
+        """One batch in one transaction: events, line errors, counters and checkpoint.  False
+        when it had been committed already (before a lost connection)."""
         self.copied = None  # the COPY text of the batch's rows, when they went in directly
+        end = batch.start + len(batch.items)
         with transaction.atomic():
             if connection.vendor == "postgresql":
                 # Asynchronous commit: a crash may lose the last batches, but never part of one,
@@ -593,11 +760,15 @@ class _Store:
                 with connection.cursor() as cursor:
                     cursor.execute("SET LOCAL synchronous_commit TO OFF")
             locked = Upload.objects.select_for_update().get(pk=self.upload.pk)
-            if locked.status != UploadStatus.PARSING or locked.items_done != batch.start:
+            if locked.status != UploadStatus.PARSING:
+                raise _Superseded
+            if locked.items_done != batch.start:
+                if self.unsure and locked.items_done >= end:
+                    self.position = max(self.position, batch.position)
+                    return False  # committed before the connection was lost: not loaded twice
                 raise _Superseded
             errors = [e for e in batch.items if isinstance(e, LineError)]
             rows = [r for r in batch.items if isinstance(r, Row)]
-            self.events_read += len(rows)
             stored: list[Row] = []
             before: dict[int, int | None] = {}
             if rows:
@@ -610,7 +781,8 @@ class _Store:
             bad = {e.line for e in errors}
             if stored and batch.vocabulary:
                 counts = batch.vocabulary
-                if len(stored) < len(rows):  # the vocabulary counts stored events only
+                # The vocabulary counts stored events only
+                if len(stored) < len(rows) or counts is RECOUNT:
                     counts = vocabulary.counts_of(self.upload.workspace,
                                                   [_values_of(r) for r in stored])
                 vocabulary.record(self.upload.workspace, counts)
@@ -618,9 +790,12 @@ class _Store:
                 lines_total=F("lines_total") + len(lines), lines_bad=F("lines_bad") + len(bad),
                 lines_ok=F("lines_ok") + len(lines - bad),
                 events_stored=F("events_stored") + len(stored),
-                items_done=batch.start + len(batch.items), bytes_read=batch.position)
+                items_done=end, bytes_read=batch.position)
+        self.events_read += len(rows)
+        self.position = batch.position
         if self.observer is not None and stored:
             self.observer.observe(CommittedRows(stored, self.copied, batch.payloads), before)
+        return True
 
     # -- one batch -----------------------------------------------------------------------------
 
@@ -701,7 +876,9 @@ class _Store:
             columns = ", ".join(DIRECT_COLUMNS)
             text = direct_copy_text(rows, self.workspace_id, self.upload.pk)
             try:
-                with transaction.atomic(), connection.cursor() as cursor, \
+                # Wrapped: COPY raises psycopg's errors, not Django's.
+                with transaction.atomic(), connection.wrap_database_errors, \
+                        connection.cursor() as cursor, \
                         cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
                     copy.write(text)
                 self.copied = text

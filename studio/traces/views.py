@@ -110,6 +110,10 @@ def _receive_upload(request: HttpRequest, workspace, roles: set[str]):
                           {"file": "The file could not be stored on the server; please try "
                                    "again, and tell an administrator if it keeps failing."},
                           status=503)
+    if getattr(upload, "resumed", False):
+        messages.success(request, f"{upload.filename} was uploaded before as upload #{upload.pk} "
+                                  "and had failed; its parsing resumes where it stopped.")
+        return redirect("upload", slug=workspace.slug, upload_id=upload.pk)
     if not created:
         link = reverse("upload", args=[workspace.slug, upload.pk])
         messages.warning(request, format_html(
@@ -274,6 +278,26 @@ def upload_audit(request: HttpRequest, slug: str, upload_id: int):
     what = f"rule set {rule_set.name!r}" if rule_set else "every approved rule"
     messages.success(request, f"Audit #{run.pk} of {upload.filename} with {what} started.")
     return back
+
+
+@login_required
+@require_http_methods(["POST"])
+def upload_resume(request: HttpRequest, slug: str, upload_id: int):
+    """Resuming a failed upload (auditors, who upload): parsing goes on from its checkpoint."""
+    workspace, roles = workspace_page(request, slug)
+    upload = _upload_in(workspace, upload_id)
+    if Role.AUDITOR not in roles:
+        context = _detail_context(workspace, roles, upload)
+        context["refusal"] = _auditors_only(roles)
+        return render(request, "traces/upload.html", context, status=403)
+    try:
+        services.resume_upload(upload, by=actor(request))
+    except ServiceError as exc:
+        messages.error(request, _sentence(exc.message) + ".")
+    else:
+        messages.success(request, f"Parsing of {upload.filename} resumes where it stopped; the "
+                                  f"{upload.events_stored} events stored before are kept.")
+    return redirect("upload", slug=workspace.slug, upload_id=upload.pk)
 
 
 @login_required
