@@ -4,25 +4,27 @@ spreadsheet, served as attachments."""
 from __future__ import annotations
 
 import csv
-import unicodedata
 from collections.abc import Iterable, Iterator
 from decimal import Decimal
 
 from django.http import StreamingHttpResponse
 
+from studio.logic.invisible import is_invisible
+
 # A spreadsheet runs a cell that starts like a formula; text from agent logs may do just that.
 # Excel and LibreOffice skip leading blanks and read the full-width (and small) signs as their
-# ASCII forms, so the check looks past any whitespace or invisible format character.
+# ASCII forms, so the check looks past any whitespace or invisible character (the one rule of
+# studio.logic.invisible: format and control characters, fillers).
 FORMULA_SIGNS = frozenset("=+-@" "\uff1d\uff0b\uff0d\uff20" "\ufe66\ufe62\ufe63\ufe6b" "\u2212")
 # A cell starting with one of these is neutralised whatever follows (OWASP: tab and CR).
 FORMULA_STARTS = ("\t", "\r", "\n")
 
 
 def _first_visible(text: str) -> str:
-    """The first character of ``text`` that is neither whitespace nor an invisible format
-    character (zero-width space, byte-order mark, direction marks); "" when there is none."""
+    """The first character of ``text`` that is neither whitespace nor invisible (zero-width
+    space, byte-order mark, direction marks, controls, fillers); "" when there is none."""
     for char in text:
-        if not (char.isspace() or unicodedata.category(char) == "Cf"):
+        if not (char.isspace() or is_invisible(char)):
             return char
     return ""
 

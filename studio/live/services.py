@@ -52,6 +52,7 @@ from django.utils.dateparse import parse_datetime
 from studio.api.core import ServiceError
 from studio.labeling import Labeling, make_labeler
 from studio.labeling.llm import LLMError
+from studio.logic.invisible import describe, find_invisible
 from studio.monitor import VIOLATED, FastSessionMonitor, RuleSet, SessionMonitor
 from studio.monitor.anticipation import verdicts_now
 from studio.monitor.verdicts import session_verdict
@@ -419,6 +420,11 @@ def _session_id(value: Any) -> str:
     if _json_problem(value):
         raise ServiceError("the session id must be valid text without NUL characters",
                            field="session_id", status=422)
+    hidden = find_invisible(value)  # a session listed as one id that is another
+    if hidden is not None:
+        raise ServiceError(f"the session id contains {describe(value[hidden])} at position "
+                           f"{hidden + 1}; a session id is visible text", field="session_id",
+                           status=422)
     return value
 
 

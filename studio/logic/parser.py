@@ -16,6 +16,7 @@ from pathlib import Path
 from lark import Lark, Token, Transformer
 
 from . import formula as fm
+from . import invisible
 from .formula import Formula
 from .lark_errors import SemanticError as _SemanticError
 from .lark_errors import parse_with_positions
@@ -195,27 +196,20 @@ def _decode_string(token: Token, what: str) -> str:
     if "\x00" in text:  # no database column can hold it (rule warnings, vocabulary)
         raise _SemanticError(f"the {what} contains NUL (\\u0000, written as an escape) at "
                              f"column {token.column}; remove it", token)
-    found = _INVISIBLE.search(text)
+    found = invisible.find_invisible(text, allowed=_ESCAPED_CONTROLS)
     if found is not None:  # written as an escape: the printed formula would hide it
-        raise _SemanticError(f"the {what} contains {_describe(found.group())} (written as an "
-                             f"escape) at column {token.column}; remove it", token)
+        raise _SemanticError(f"the {what} contains {invisible.describe(text[found])} (written "
+                             f"as an escape) at column {token.column}; remove it", token)
     return text
 
 
 # Characters that change how text is displayed without being seen (Trojan Source: an atom
-# that reads as one name and is another) and lone surrogates, which are not characters.
-_INVISIBLE_NAMES = {
-    "\u202a": "left-to-right embedding", "\u202b": "right-to-left embedding",
-    "\u202c": "pop directional formatting", "\u202d": "left-to-right override",
-    "\u202e": "right-to-left override", "\u2066": "left-to-right isolate",
-    "\u2067": "right-to-left isolate", "\u2068": "first strong isolate",
-    "\u2069": "pop directional isolate", "\u200e": "left-to-right mark",
-    "\u200f": "right-to-left mark", "\u061c": "Arabic letter mark",
-    "\u200b": "zero-width space", "\u200c": "zero-width non-joiner",
-    "\u200d": "zero-width joiner", "\u2060": "word joiner",
-    "\ufeff": "zero-width no-break space",
-}
-_INVISIBLE = re.compile("[" + "".join(_INVISIBLE_NAMES) + "\ud800-\udfff]")
+# that reads as one name and is another) and lone surrogates, which are not characters: the
+# one rule of studio.logic.invisible.  Between tokens a formula may break lines and indent.
+_LAYOUT = "\t\n\r\f"
+# Inside quotes, controls below U+0020 print back as escapes (``"\\n"``), so they stay seen;
+# NUL is refused before (no database column holds it).
+_ESCAPED_CONTROLS = "".join(chr(code) for code in range(1, 0x20))
 _QUOTED = re.compile(r'"(?:[^"\\\n]|\\.)*"')
 _NAME_CHAR = re.compile(r"[a-z0-9_:.\-]")
 _COMPARE_BEFORE = re.compile(r"(?:==|!=|<=|>=|<|>)\s*$")
@@ -229,20 +223,13 @@ class _Place:
         self.column = column
 
 
-def _describe(char: str) -> str:
-    name = _INVISIBLE_NAMES.get(char)
-    if name is not None:
-        return f"an invisible {name} (U+{ord(char):04X})"
-    return f"an unpaired UTF-16 surrogate (U+{ord(char):04X}, not a character)"
-
-
 def _refuse_invisible(text: str) -> None:
-    """Refuse bidirectional controls, zero-width characters and lone surrogates anywhere in
-    the text, naming the line and column and whether they sit in an atom."""
-    found = _INVISIBLE.search(text)
-    if found is None:
+    """Refuse invisible characters (format and control characters, lone surrogates: the rule
+    of studio.logic.invisible) anywhere in the text, naming the line and column and whether
+    they sit in an atom."""
+    pos = invisible.find_invisible(text, allowed=_LAYOUT)
+    if pos is None:
         return
-    pos = found.start()
     line = text.count("\n", 0, pos) + 1
     column = pos - (text.rfind("\n", 0, pos) + 1) + 1
     # Touching an atom's letters, it is part of what the reader takes for that atom.
@@ -254,8 +241,8 @@ def _refuse_invisible(text: str) -> None:
             value = _COMPARE_BEFORE.search(text, 0, quoted.start()) is not None
             what = "quoted text" if value else "atom"
             break
-    raise _SemanticError(f"the {what} contains {_describe(found.group())} at column {column}; "
-                         "retype it", _Place(line, column))
+    raise _SemanticError(f"the {what} contains {invisible.describe(text[pos])} at column "
+                         f"{column}; retype it", _Place(line, column))
 
 
 @lru_cache(maxsize=1)

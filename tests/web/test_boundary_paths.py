@@ -82,7 +82,8 @@ def test_nul_in_any_api_path_parameter_is_a_400_json_naming_it(
     token = world.token(world.acme)
     before = _memberships(world)
     for method in METHODS:
-        for client, headers in ((admin_client, {}), (Client(), {"Authorization": f"Bearer {token}"})):
+        bearer = {"Authorization": f"Bearer {token}"}
+        for client, headers in ((admin_client, {}), (Client(), bearer)):
             response = getattr(client, method)(url, headers=headers)
             assert response.status_code == 400, (method, url, response.content[:300])
             assert response["Content-Type"].startswith("application/json"), (method, url)
