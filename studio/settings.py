@@ -10,6 +10,7 @@ from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+from kombu import Queue as KombuQueue  # CELERY_TASK_QUEUES
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -235,6 +236,12 @@ CELERY_BEAT_SCHEDULE_FILENAME = env_str("CELERY_BEAT_SCHEDULE_FILENAME",
 # within this; 0 looks every token up on every request).
 TOKEN_CACHE_SECONDS = env_number("TOKEN_CACHE_SECONDS", 5.0, float)
 
+# Guard polls waiting for a person (studio.guard.waits, docs/guard-waits.md): the most a token
+# and a workspace hold at once (429 with Retry-After beyond), counted in Django's cache (per
+# process unless CACHE_URL is set).
+GUARD_WAITS_PER_TOKEN = env_number("GUARD_WAITS_PER_TOKEN", 20, minimum=1)
+GUARD_WAITS_PER_WORKSPACE = env_number("GUARD_WAITS_PER_WORKSPACE", 100, minimum=1)
+
 # Sign-in throttling (studio.web.signin), counted in Django's cache: after this many failed
 # sign-ins for one username, or from one address, within the lockout period, every sign-in for
 # that username or from that address is refused (even with the right password) until the
@@ -270,16 +277,29 @@ LIVE_RATE_LIMIT_PER_MINUTE = env_number("LIVE_RATE_LIMIT_PER_MINUTE", 6000)
 WEBHOOK_TOLERANCE_SECONDS = 300
 AUDIT_BATCH_SIZE = env_number("AUDIT_BATCH_SIZE", 200, minimum=1)
 AUDIT_MAX_ATTEMPTS = env_number("AUDIT_MAX_ATTEMPTS", 3, minimum=1)
-# Risk models for the guard (studio.guard.learning): the newest finished sessions a model is
-# learned from (fewer when tasks run in-process, where learning holds up the request that asked);
-# after how long a model still queued or running is taken as lost; how often a server process
-# asks which model is newest.
+# Risk models for the guard (studio.guard.learning, docs/guard-models.md): the newest finished
+# sessions a model is learned from (fewer when tasks run in-process, where learning holds up the
+# request that asked); how long one may learn (then it fails; 10^4 states take seconds); after
+# how long a model still queued or running is taken as lost (its follow-up then starts); how
+# often a server process asks which model is newest.
 GUARD_MODEL_MAX_SESSIONS = env_number(
     "GUARD_MODEL_MAX_SESSIONS", 500 if CELERY_BROKER_URL == "memory://" else 5000,
     minimum=1)
+GUARD_MODEL_TIME_LIMIT = env_number("GUARD_MODEL_TIME_LIMIT", 10 * 60, minimum=1)
 GUARD_MODEL_STALL_SECONDS = env_number("GUARD_MODEL_STALL_SECONDS",
-                                       CELERY_TASK_TIME_LIMIT + 5 * 60, minimum=1)
+                                       GUARD_MODEL_TIME_LIMIT + 5 * 60, minimum=1)
 GUARD_MODEL_CHECK_SECONDS = env_number("GUARD_MODEL_CHECK_SECONDS", 5.0, float)
+# Learning runs on a queue of its own, so that uploads, audits and the sweeper never wait behind
+# it: run a worker for it (docker-compose's models-worker, `-Q models`).  Beside a named
+# CELERY_QUEUE it is "<that name>-models", so studios (and test runs) sharing a Redis keep apart.
+# A worker started without -Q takes both queues.
+GUARD_MODEL_QUEUE = env_str("GUARD_MODEL_QUEUE", "models" if CELERY_TASK_DEFAULT_QUEUE == "celery"
+                            else f"{CELERY_TASK_DEFAULT_QUEUE}-models")
+CELERY_TASK_QUEUES = [KombuQueue(CELERY_TASK_DEFAULT_QUEUE), KombuQueue(GUARD_MODEL_QUEUE)]
+CELERY_TASK_ROUTES = {"worker.guard.learn_risk_model": {"queue": GUARD_MODEL_QUEUE}}
+# A model whose worker was lost is taken as failed by the sweep too (its follow-up starts then).
+CELERY_BEAT_SCHEDULE["expire-stalled-risk-models"] = {
+    "task": "worker.guard.expire_stalled_risk_models", "schedule": AUDIT_SWEEP_SECONDS}
 # An upload audited as it loads, on Postgres, from this size on: its labelling and monitoring
 # run in child processes, on cores of their own (studio.audits.arrival).  Smaller files are
 # monitored in the loading process, where starting a process would cost more than it saves.

@@ -12,9 +12,13 @@ the decisions waiting for a person (``GET /api/w/{slug}/guard/decisions``, ``POS
 
 from __future__ import annotations
 
+import asyncio
+from dataclasses import dataclass
 from typing import Any
 
-from django.http import HttpRequest, JsonResponse
+from asgiref.sync import sync_to_async
+from django.db import connection
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from ninja import Field, Router, Schema
 
 from studio.api.core import Id, ServiceError, actor_of, workspace_for
@@ -23,7 +27,7 @@ from studio.live.api import _ERRORS, _answer, problem
 from studio.rules.models import RuleSet
 from studio.workspaces.models import Role
 
-from . import services
+from . import services, waits
 
 router = Router(tags=["guard"])
 
@@ -96,15 +100,67 @@ def ask_guard(request: HttpRequest, slug: str, session_id: str):
 @router.get("w/{slug}/live/sessions/{session_id}/guard/{decision_id}", auth=None,
             response={200: GuardOut, **_ERRORS}, url_name="guard_decision",
             summary="A guard decision; waits up to ?wait= seconds (30 at most) for a person",
+            description="A poll that waits holds no server thread (docs/guard-waits.md).  A "
+                        "token holds at most GUARD_WAITS_PER_TOKEN waiting polls at once, a "
+                        "workspace GUARD_WAITS_PER_WORKSPACE; beyond, 429 with Retry-After.  "
+                        "wait=0 never waits and is never refused for this.",
             openapi_extra={"security": [{"BearerAuth": []}, {}]})
-def get_decision(request: HttpRequest, slug: str, session_id: str, decision_id: str,
-                 wait: float = 0):
-    def run():
-        raw = intake.raw_body(request)
-        workspace, _, _ = intake.authenticate(request, raw, slug)
-        return JsonResponse(services.decision(workspace, session_id, decision_id, wait))
+async def get_decision(request: HttpRequest, slug: str, session_id: str, decision_id: str,
+                       wait: float = 0):
+    # The database work runs in the request's thread (sync_to_async); the wait itself is a
+    # suspended coroutine watched by studio.guard.waits, holding no thread and no connection.
+    started = await sync_to_async(_answer)(
+        lambda: _start_wait(request, slug, session_id, decision_id, wait))
+    if not isinstance(started, _Waiting):
+        return started
+    try:
+        await waits.watch().wait(started.pk, started.seconds)
+    finally:
+        # Also when the client went away (the view is cancelled): the count is taken back.
+        await asyncio.shield(sync_to_async(waits.release, thread_sensitive=False)(
+            started.lease))
+    return await sync_to_async(_answer)(lambda: _finish_wait(started))
 
-    return _answer(run)
+
+@dataclass
+class _Waiting:
+    workspace: Any
+    session_id: str
+    decision_id: str
+    pk: int
+    seconds: float
+    lease: waits.Lease
+
+
+def _start_wait(request: HttpRequest, slug: str, session_id: str, decision_id: str,
+                wait: float):
+    """The answer at once (settled, or no wait asked), or what the wait needs: the row and its
+    count against the caps (429 beyond them)."""
+    raw = intake.raw_body(request)
+    workspace, actor, _ = intake.authenticate(request, raw, slug)
+    seconds = services.check_wait(wait)
+    row = services.decision_row(workspace, session_id, decision_id)
+    seconds = services.seconds_to_wait(row, seconds)
+    if seconds <= 0:
+        return JsonResponse(services.answer_of(row))
+    token = actor.token.pk if actor is not None and actor.token is not None else None
+    try:
+        lease = waits.claim(workspace.pk, token)
+    except waits.TooManyWaits as exc:
+        raise intake.Refused(429, exc.message, {"Retry-After": str(exc.retry_after)}) from None
+    if not connection.in_atomic_block:
+        # Waiting polls must not each keep a database connection open (Postgres allows ~100).
+        connection.close()
+    return _Waiting(workspace, session_id, decision_id, row.pk, seconds, lease)
+
+
+def _finish_wait(started: _Waiting):
+    try:
+        return JsonResponse(services.decision(started.workspace, started.session_id,
+                                              started.decision_id))
+    finally:
+        if not connection.in_atomic_block:
+            connection.close()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -146,10 +202,16 @@ def _pending_out(row) -> dict:
             **services.proposed_summary(row)}
 
 
-@router.get("w/{slug}/guard/decisions", summary="Guard decisions waiting for a person")
-def list_pending(request, slug: str):
+@router.get("w/{slug}/guard/decisions",
+            summary="Guard decisions waiting for a person, oldest first, a page at a time",
+            description="?limit= (1 to 500, 50 by default) and ?offset=; the X-Total-Count "
+                        "header says how many are waiting in all.")
+def list_pending(request, slug: str, response: HttpResponse,
+                 limit: int = services.PENDING_PAGE, offset: int = 0):
     workspace = workspace_for(request, slug)
-    return [_pending_out(row) for row in services.pending_decisions(workspace)]
+    rows = services.pending_decisions(workspace, limit, offset)
+    response["X-Total-Count"] = str(services.pending_count(workspace))
+    return [_pending_out(row) for row in rows]
 
 
 class AnswerIn(Schema):

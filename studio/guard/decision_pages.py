@@ -20,6 +20,7 @@ from studio.workspaces.models import Role
 from . import services
 
 ARGS_SHOWN = 300
+PAGE_SIZE = 20
 
 
 def _action(event) -> str:
@@ -34,24 +35,44 @@ def _action(event) -> str:
     return text[:ARGS_SHOWN] + ("…" if len(text) > ARGS_SHOWN else "")
 
 
-def pending_context(workspace, roles, poll: bool = True) -> dict:
+def _page_number(raw) -> int:
+    try:
+        return max(1, min(int(raw), 100_000))
+    except (TypeError, ValueError):
+        return 1
+
+
+def pending_context(workspace, roles, poll: bool = True, page: int = 1) -> dict:
+    """A page of the decisions waiting for a person (``PAGE_SIZE`` a page, oldest first)."""
+    total = services.pending_count(workspace)
+    pages = max(1, -(-total // PAGE_SIZE))
+    page = min(_page_number(page), pages)
     rows = []
-    for row in services.pending_decisions(workspace):
+    for row in services.pending_decisions(workspace, PAGE_SIZE, (page - 1) * PAGE_SIZE):
         rows.append({"row": row, "action": _action(row.proposed),
                      "reason": row.answer.get("reason", ""),
                      "rules": [{**rule, "percent": (None if rule.get("risk") is None
                                                      else round(rule["risk"] * 100))}
                                for rule in row.answer.get("rules_at_risk", [])],
                      "default": row.answer.get("human_default") or "stop"})
+    first = (page - 1) * PAGE_SIZE + 1
     return {"workspace": workspace, "pending": rows, "poll": poll,
-            "may_answer": Role.REVIEWER in roles}
+            "may_answer": Role.REVIEWER in roles, "pending_total": total,
+            "pending_page": page, "pending_pages": pages, "pending_first": first,
+            "pending_last": first + len(rows) - 1}
 
 
 @login_required
 @require_safe
 def pending(request: HttpRequest, slug: str):
+    """The list's fragment (htmx polls it); without htmx (a link followed without JavaScript)
+    the same list on a page of its own."""
     workspace, roles = workspace_page(request, slug)
-    return render(request, "guard/_pending.html", pending_context(workspace, roles))
+    context = pending_context(workspace, roles, page=request.GET.get("page"))
+    if request.headers.get("HX-Request"):
+        return render(request, "guard/_pending.html", context)
+    context["poll"] = False
+    return render(request, "guard/pending.html", context)
 
 
 @login_required
@@ -68,7 +89,7 @@ def answer(request: HttpRequest, slug: str, pk: int):
     except (PermissionDenied, ServiceError) as exc:
         done, failed = None, getattr(exc, "message", str(exc))
     if request.headers.get("HX-Request"):
-        context = pending_context(workspace, roles)
+        context = pending_context(workspace, roles, page=request.POST.get("page"))
         context.update(done=done, failed=failed)
         return render(request, "guard/_pending.html", context,
                       status=200 if failed is None else 409)

@@ -36,14 +36,17 @@ from studio.rules.models import RuleSet
 from studio.workspaces.models import Role, Workspace
 from studio.workspaces.services import record
 
+from . import waits
 from .learning import current_model
 from .models import DecisionStatus, GuardDecision, GuardPolicy
 
 MAX_CANDIDATES = 32
 DECISION_ID_MAX = 100
 MAX_ATTEMPT = 1_000
-POLL_INTERVAL_SECONDS = 0.25
-MAX_WAIT_SECONDS = 30
+MAX_WAIT_SECONDS = waits.MAX_WAIT_SECONDS
+PENDING_PAGE = 50
+PENDING_PAGE_MAX = 500
+PENDING_OFFSET_MAX = 1_000_000
 REQUEST_FIELDS = ("event", "continuation", "candidates", "decision_id", "attempt")
 
 # ---------------------------------------------------------------------------------------------
@@ -393,36 +396,73 @@ def _expire(row: GuardDecision) -> GuardDecision:
     return row
 
 
-def decision(workspace: Workspace, session_external_id: str, decision_id: str,
-             wait: float = 0) -> dict:
-    """The decision with this id; while it waits for a person, wait up to ``wait`` seconds
-    (at most ``MAX_WAIT_SECONDS``) for an answer before answering it is still pending."""
-    session = live._session_id(session_external_id)
+def check_wait(wait: float) -> float:
     if isinstance(wait, bool) or not isinstance(wait, (int, float)) or not (
             0 <= wait <= MAX_WAIT_SECONDS):
         raise ServiceError(f"wait must be 0 to {MAX_WAIT_SECONDS} seconds", field="wait",
                            status=422)
-    deadline = time.monotonic() + wait
-    while True:
-        row = GuardDecision.objects.filter(workspace=workspace, session=session,
-                                           decision_id=decision_id).first()
-        if row is None:
-            raise ServiceError(f"no guard decision {decision_id!r} in session {session!r}",
-                               field="decision_id", status=404)
-        row = _expire(row)
-        if row.status != DecisionStatus.PENDING or time.monotonic() >= deadline:
-            return _answer_of(row)
-        remaining = min(deadline - time.monotonic(), POLL_INTERVAL_SECONDS)
-        if row.expires_at is not None:
-            remaining = min(remaining, max(
-                (row.expires_at - timezone.now()).total_seconds(), 0) + 0.01)
-        time.sleep(max(remaining, 0))
+    return float(wait)
 
 
-def pending_decisions(workspace: Workspace, limit: int = 50) -> list[GuardDecision]:
-    """The decisions waiting for a person, oldest first (overdue ones take their default)."""
+def decision_row(workspace: Workspace, session_external_id: str,
+                 decision_id: str) -> GuardDecision:
+    """The decision with this id as it stands now (past its deadline: the policy's default
+    applied); 404 when there is none."""
+    session = live._session_id(session_external_id)
+    row = GuardDecision.objects.filter(workspace=workspace, session=session,
+                                       decision_id=decision_id).first()
+    if row is None:
+        raise ServiceError(f"no guard decision {decision_id!r} in session {session!r}",
+                           field="decision_id", status=404)
+    return _expire(row)
+
+
+def decision(workspace: Workspace, session_external_id: str, decision_id: str) -> dict:
+    """The decision with this id, as answered to a poll (never waits: the poll's view waits
+    asynchronously, ``studio.guard.waits``)."""
+    return answer_of(decision_row(workspace, session_external_id, decision_id))
+
+
+def answer_of(row: GuardDecision) -> dict:
+    return _answer_of(row)
+
+
+def seconds_to_wait(row: GuardDecision, wait: float) -> float:
+    """How long a poll asking to wait ``wait`` seconds waits for this row: not past its
+    deadline (then the policy's default applies), nothing for a settled one."""
+    if row.status != DecisionStatus.PENDING:
+        return 0.0
+    if row.expires_at is not None:
+        wait = min(wait, max((row.expires_at - timezone.now()).total_seconds(), 0) + 0.01)
+    return max(wait, 0.0)
+
+
+def _overdue_rows(workspace: Workspace, limit: int = 500) -> None:
+    """Pending decisions past their deadline take the policy's default (so that a page of
+    pending decisions is full)."""
+    overdue = (GuardDecision.objects.filter(workspace=workspace, status=DecisionStatus.PENDING,
+                                            expires_at__lte=timezone.now())
+               .order_by("created_at", "pk")[:limit])
+    for row in overdue:
+        _expire(row)
+
+
+def pending_count(workspace: Workspace) -> int:
+    """How many decisions wait for a person (overdue ones take their default first)."""
+    _overdue_rows(workspace)
+    return GuardDecision.objects.filter(workspace=workspace,
+                                        status=DecisionStatus.PENDING).count()
+
+
+def pending_decisions(workspace: Workspace, limit: int = PENDING_PAGE,
+                      offset: int = 0) -> list[GuardDecision]:
+    """A page of the decisions waiting for a person, oldest first (overdue ones take their
+    default first, so they are not on it)."""
+    limit = max(1, min(int(limit), PENDING_PAGE_MAX))
+    offset = max(0, min(int(offset), PENDING_OFFSET_MAX))
+    _overdue_rows(workspace)
     rows = (GuardDecision.objects.filter(workspace=workspace, status=DecisionStatus.PENDING)
-            .order_by("created_at")[:limit])
+            .order_by("created_at", "pk")[offset:offset + limit])
     return [row for row in map(_expire, rows) if row.status == DecisionStatus.PENDING]
 
 
@@ -452,6 +492,8 @@ def resolve(workspace: Workspace, pk: int, actor, approve: bool, note: str = "")
             row.save(update_fields=["status", "decision", "decided_by", "decided_at", "note"])
             record(workspace, actor, "guard.approved" if approve else "guard.denied", row,
                    session=row.session, decision_id=row.decision_id, note=row.note)
+            settled = row.pk
+            transaction.on_commit(lambda: waits.notify_settled(settled))
             return row
     if row.status == DecisionStatus.TIMED_OUT and was == DecisionStatus.PENDING:
         raise ServiceError("the agent's wait ran out: the policy's default was applied",

@@ -6,17 +6,38 @@ which htmx follows with a whole-page navigation.
 
 Every 503 (a database, task queue, labeler or disk briefly unavailable) says when to retry."""
 
+from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.conf import settings
 from django.http import HttpResponse
 from django.shortcuts import resolve_url
 
 
-class HtmxSignInRedirect:
+class BothModes:
+    """Middleware that works in either mode: under ASGI a chain of async-capable middleware lets
+    an async view (the guard's waiting poll) wait without holding a thread."""
+
+    sync_capable = True
+    async_capable = True
+
     def __init__(self, get_response):
         self.get_response = get_response
+        if iscoroutinefunction(get_response):
+            markcoroutinefunction(self)
 
     def __call__(self, request):
-        response = self.get_response(request)
+        if iscoroutinefunction(self):
+            return self._acall(request)
+        return self.after(request, self.get_response(request))
+
+    async def _acall(self, request):
+        return self.after(request, await self.get_response(request))
+
+    def after(self, request, response):
+        return response
+
+
+class HtmxSignInRedirect(BothModes):
+    def after(self, request, response):
         if (request.headers.get("HX-Request") == "true" and response.status_code == 302
                 and response.get("Location", "").startswith(resolve_url(settings.LOGIN_URL))):
             redirect = HttpResponse(status=204)
@@ -29,12 +50,8 @@ class HtmxSignInRedirect:
 RETRY_AFTER_SECONDS = 30
 
 
-class RetryAfterOn503:
-    def __init__(self, get_response):
-        self.get_response = get_response
-
-    def __call__(self, request):
-        response = self.get_response(request)
+class RetryAfterOn503(BothModes):
+    def after(self, request, response):
         if response.status_code == 503 and not response.has_header("Retry-After"):
             response["Retry-After"] = str(RETRY_AFTER_SECONDS)
         return response
