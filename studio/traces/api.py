@@ -60,6 +60,9 @@ class ErasureOut(Schema):
     at: datetime | None
     by: str | None
     reason: str
+    # Copies of the erased data removed with it, by kind: vocabulary_entries, test_cases,
+    # log_entries_redacted, ground_truth_labels, impact_summaries.
+    copies: dict[str, int]
 
 
 class UploadPage(Schema):

@@ -114,6 +114,18 @@ class Erasure:
     # The copies of erased data removed with the events, by kind (see the module docstring).
     copies: dict[str, int] = field(default_factory=dict)
 
+    def copies_sentence(self) -> str:
+        """The copies removed, in a sentence ("" when there were none)."""
+        nouns = {"vocabulary_entries": ("vocabulary entry", "vocabulary entries"),
+                 "test_cases": ("rule test case", "rule test cases"),
+                 "log_entries_redacted": ("audit-log entry's values erased",
+                                          "audit-log entries' values erased"),
+                 "ground_truth_labels": ("ground-truth label", "ground-truth labels"),
+                 "impact_summaries": ("impact-check summary", "impact-check summaries")}
+        parts = [f"{n:,} {nouns[kind][n != 1]}" for kind, n in self.copies.items()
+                 if n and kind in nouns]
+        return f"Copies removed with it: {', '.join(parts)}." if parts else ""
+
     def for_run(self, results: int, scope: bool = False) -> dict:
         """The entry a run keeps (``AuditRun.erasures``), with its own results removed;
         ``scope``: the run audited the erased upload's sessions."""

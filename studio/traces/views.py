@@ -326,7 +326,8 @@ def upload_erase(request: HttpRequest, slug: str, upload_id: int):
                               f"{done.sessions_removed} session"
                               f"{'s' if done.sessions_removed != 1 else ''} left with no event, "
                               f"and {done.results} audit result"
-                              f"{'s' if done.results != 1 else ''} computed from them.")
+                              f"{'s' if done.results != 1 else ''} computed from them. "
+                              + done.copies_sentence())
     target = reverse("uploads", args=[workspace.slug])
     if request.headers.get("HX-Request"):
         response = HttpResponse()
