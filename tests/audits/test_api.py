@@ -320,3 +320,28 @@ def test_without_a_task_queue_the_run_is_kept_and_can_be_resumed(team, monkeypat
     assert resumed.json()["enqueued"] == 1
     run.refresh_from_db()
     assert (run.status, run.error) == ("done", "")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_run_whose_batches_run_without_a_resume_drops_the_stale_queue_error(team, monkeypatch):
+    """The queue was down when the run started, but its batches ran anyway (the sweeper
+    requeued them, or a message got through): once they run, "resume it" is no longer true."""
+    from kombu.exceptions import OperationalError
+
+    from studio.audits import services
+    from worker.audits import run_audit_batch
+
+    def down(*args, **kwargs):
+        raise OperationalError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+
+    monkeypatch.setattr(run_audit_batch, "delay", down)
+    assert Api(team.auditor).post("acme/audits").status_code == 503
+    monkeypatch.undo()
+    run = AuditRun.objects.get()
+    assert "resume it" in run.error
+    for batch_id in run.batches.values_list("id", flat=True):
+        assert services.run_batch(batch_id) == "done"
+    run.refresh_from_db()
+    assert (run.status, run.error) == ("done", "")
+    progress = Api(team.auditor).get(f"acme/audits/{run.id}").json()
+    assert not progress.get("error")
