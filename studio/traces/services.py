@@ -17,8 +17,8 @@ the format's parser over the stored file (in a child process for a big file on P
   stores an event twice.
 
 A lost database connection (Postgres restarted, the connection terminated) is not the upload's
-fault and spends no attempt: the batch in hand is written again on a new connection (in halves,
-should it be lost again), and so is the final step (``_Reconnects``); a database away for longer
+fault and spends no attempt: the batch in hand is written again on a new connection, in halves
+(each its own checkpoint), and so is the final step (``_Reconnects``); a database away for longer
 goes up to the task, which parses on from the checkpoint later (``worker.uploads``).  A failed
 upload resumes from its checkpoint (``resume_upload``), also when the same file is uploaded again.
 """
@@ -552,6 +552,13 @@ def _finish(upload: Upload, done: int, store: _Store, arrival) -> tuple[Upload, 
     return locked, finished
 
 
+def _drop_broken_connection() -> None:
+    """The audits' rule: close the connection that failed, so the next query opens a new one."""
+    from studio.audits.services import _drop_broken_connection as drop  # audits import traces
+
+    drop()
+
+
 class _Reconnects:
     """The rule for a connection lost in the middle of a parse (Postgres restarted, the
     connection terminated), as for audits: not the upload's fault, so it spends no attempt.  The
@@ -569,8 +576,6 @@ class _Reconnects:
 
     def retry(self, exc: BaseException, what: str) -> bool:
         """After ``exc`` (a lost connection): wait, and say whether to run ``what`` again."""
-        from studio.audits.services import _drop_broken_connection  # audits import traces
-
         _drop_broken_connection()
         if connection.in_atomic_block:
             return False  # a caller's transaction (tests) is lost with its connection
