@@ -273,6 +273,10 @@ FILE_UPLOAD_HANDLERS = [
     "django.core.files.uploadhandler.TemporaryFileUploadHandler",
 ]
 UPLOAD_ROOT = Path(env_str("UPLOAD_ROOT", str(BASE_DIR / "var" / "uploads")))
+# Uploads (docs/uploads.md): parse attempts before an upload fails (a lost database connection
+# spends none), and how long a parse retries lost connections itself before its task does.
+UPLOAD_MAX_ATTEMPTS = env_number("UPLOAD_MAX_ATTEMPTS", 3, minimum=1)
+UPLOAD_RECONNECT_SECONDS = env_number("UPLOAD_RECONNECT_SECONDS", 60.0, float, minimum=1)
 LIVE_RATE_LIMIT_PER_MINUTE = env_number("LIVE_RATE_LIMIT_PER_MINUTE", 6000)
 WEBHOOK_TOLERANCE_SECONDS = 300
 AUDIT_BATCH_SIZE = env_number("AUDIT_BATCH_SIZE", 200, minimum=1)
