@@ -11,11 +11,10 @@ verdicts differ) the session's last step.
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from studio import exports
 from studio.audits.models import AuditRun, SessionResult, ViolationRecord
 
 # Sessions listed per rule (the counts are always complete).
@@ -203,21 +202,14 @@ class _Nothing:
 
 
 def comparison_csv(rules: list[RuleComparison]) -> str:
-    out = io.StringIO()
-    writer = csv.writer(out)
-    writer.writerow(["rule", "version_before", "version_after", "session", "session_id",
-                     "verdict_before", "verdict_after", "violations_before",
-                     "violations_after", "new_violations", "disappeared_violations", "step"])
-    for rule in rules:
-        for c in rule.changes:
-            writer.writerow([_cell(rule.rule), rule.version_before, rule.version_after,
-                             _cell(c.session), c.session_id, c.verdict_before, c.verdict_after,
-                             c.violations_before, c.violations_after,
-                             " ".join(f"{t}-{d}" for t, d in c.new),
-                             " ".join(f"{t}-{d}" for t, d in c.gone), c.step])
-    return out.getvalue()
-
-
-def _cell(text: str) -> str:
-    # Spreadsheets run cells that start with these as formulas.
-    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+    """Every changed session of every rule, each cell made safe for a spreadsheet by the one
+    neutraliser (studio.exports)."""
+    header = ["rule", "version_before", "version_after", "session", "session_id",
+              "verdict_before", "verdict_after", "violations_before", "violations_after",
+              "new_violations", "disappeared_violations", "step"]
+    rows = ([rule.rule, rule.version_before, rule.version_after, c.session, c.session_id,
+             c.verdict_before, c.verdict_after, c.violations_before, c.violations_after,
+             " ".join(f"{t}-{d}" for t, d in c.new), " ".join(f"{t}-{d}" for t, d in c.gone),
+             c.step]
+            for rule in rules for c in rule.changes)
+    return "".join(exports.csv_lines(header, rows))
