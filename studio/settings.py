@@ -168,6 +168,35 @@ if not DEBUG:
     if env_bool("BEHIND_TLS_PROXY", False):
         SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
+# Logging to stderr, where a container's or a process manager's log collects it.  Django's own
+# default writes server errors only with DEBUG on (otherwise it mails them to ADMINS, which is
+# empty): a 500 in production was logged nowhere.  Here every 500 is written with its traceback
+# (logger django.request), in production as in development.  Client errors (4xx, also logged by
+# django.request) are left out in production, where probes and bad tokens would flood the log.
+# LOG_LEVEL: the threshold for the studio's own loggers and everything else (default WARNING).
+LOG_LEVEL = env_str("LOG_LEVEL", "WARNING").upper()
+if LOG_LEVEL not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+    raise ImproperlyConfigured("LOG_LEVEL must be DEBUG, INFO, WARNING, ERROR or CRITICAL, "
+                               f"not {os.environ['LOG_LEVEL']!r}")
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(process)d: %(message)s"},
+    },
+    "handlers": {
+        "stderr": {"class": "logging.StreamHandler", "stream": "ext://sys.stderr",
+                   "formatter": "plain"},
+    },
+    "root": {"handlers": ["stderr"], "level": LOG_LEVEL},
+    "loggers": {
+        # Django's records go to the root's handler, in place of Django's console handler (DEBUG
+        # only) and mail_admins (ADMINS is empty).
+        "django": {"handlers": [], "level": "INFO"},
+        "django.request": {"level": "WARNING" if DEBUG else "ERROR"},
+    },
+}
+
 # Django's cache holds the live rate-limit counters (studio.live.intake.check_rate).  Unset, each
 # server process counts on its own, in local memory; a Redis URL makes one count for every process
 # and host.  Short timeouts: a cache that does not answer lets live requests through, at once.
@@ -193,6 +222,15 @@ if not CELERY_BROKER_URL:
     CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND") or None
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A worker waits for its broker for as long as it is away (Celery gives up, and exits, after 100
+# attempts by default: about three quarters of an hour), and a broker restart leaves the tasks it
+# is running alone: they finish their work in Postgres, and a task whose acknowledgement the
+# restart lost is delivered again and finds its work done (tasks are idempotent).  Cancelling
+# them instead would throw away long audit batches for a blink of Redis (Celery 6's default).
+# Whether the worker itself survives a restart is a matter of versions: celery 5.7.0's does not
+# (pyproject.toml pins; docs/deployment.md; tests/test_broker_restart.py).
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
 # Where tasks go and workers listen unless told otherwise; several studios (or test runs) can
 # share one Redis by naming their own queue.
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "celery")

@@ -195,3 +195,38 @@ def test_the_broker_client_versions_are_pinned_to_the_range_that_survives_restar
     # The versions installed here are inside the pins (a stale environment tests the wrong ones).
     for name, pinned in (("celery", celery), ("kombu", kombu), ("redis", redis)):
         assert version(name) in pinned, f"{name} {version(name)} is outside {pinned}"
+
+
+def test_a_server_error_under_production_settings_writes_its_traceback_to_stderr():
+    # A fresh interpreter with DEBUG off, as production starts; a view that fails, served
+    # through Django's whole request handler (middleware, exception handling, logging).
+    fault = f"a deliberate fault {os.getpid()}-{id(COMPOSE)}"
+    probe = ("import sys, types, django\n"
+             "django.setup()\n"
+             "from django.conf import settings\n"
+             "from django.test import Client\n"
+             "from django.test.utils import override_settings\n"
+             "from django.urls import include, path\n"
+             "def fails(request):\n"
+             f"    raise RuntimeError({fault!r})\n"
+             "urls = types.ModuleType('failing_urls')\n"
+             "urls.urlpatterns = [path('fails', fails), path('', include('studio.urls'))]\n"
+             "sys.modules['failing_urls'] = urls\n"
+             "assert not settings.DEBUG\n"
+             "with override_settings(ROOT_URLCONF='failing_urls'):\n"
+             "    response = Client(raise_request_exception=False).get('/fails', secure=True)\n"
+             "    not_found = Client().get('/nowhere', secure=True)\n"
+             "print(response.status_code, not_found.status_code)\n")
+    env = {"PATH": os.environ["PATH"], "DJANGO_SETTINGS_MODULE": "studio.settings",
+           "DEBUG": "false", "SECRET_KEY": "production-like " * 4, "ALLOWED_HOSTS": "testserver",
+           "DATABASE_URL": os.environ.get("DATABASE_URL", "sqlite:///:memory:")}
+    result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split() == ["500", "404"]
+    log = result.stderr
+    assert "ERROR django.request" in log and "Internal Server Error: /fails" in log, log
+    assert "Traceback (most recent call last):" in log and f"RuntimeError: {fault}" in log, log
+    assert "in fails" in log  # the frame that raised
+    # Client errors stay out of the production log.
+    assert "/nowhere" not in log, log
