@@ -123,7 +123,7 @@ class SubmitIn(Schema):
                     "should be reviewed as it is, e.g. \"a labeler for `x` will be added\"")
 
 
-class ReviewIn(Schema):
+class VersionDecisionIn(Schema):
     comment: Text = Field("", max_length=LONG_TEXT,
                           description="optional when approving, required when rejecting")
 
@@ -398,7 +398,7 @@ def submit_version(request, slug: str, rule_id: Id, number: Id,
 
 @router.post("{slug}/rules/{rule_id}/versions/{number}/approve", response=VersionOut,
              summary="Approve a version in review (reviewers; never the version's author)")
-def approve_version(request, slug: str, rule_id: Id, number: Id, body: ReviewIn):
+def approve_version(request, slug: str, rule_id: Id, number: Id, body: VersionDecisionIn):
     workspace = workspace_for(request, slug, Role.REVIEWER)
     services.approve(_version(workspace, rule_id, number), actor_of(request), body.comment)
     return _version_out(_version(workspace, rule_id, number))
@@ -406,7 +406,7 @@ def approve_version(request, slug: str, rule_id: Id, number: Id, body: ReviewIn)
 
 @router.post("{slug}/rules/{rule_id}/versions/{number}/reject", response=VersionOut,
              summary="Reject a version in review, saying why (reviewers; not the author)")
-def reject_version(request, slug: str, rule_id: Id, number: Id, body: ReviewIn):
+def reject_version(request, slug: str, rule_id: Id, number: Id, body: VersionDecisionIn):
     workspace = workspace_for(request, slug, Role.REVIEWER)
     services.reject(_version(workspace, rule_id, number), actor_of(request), body.comment)
     return _version_out(_version(workspace, rule_id, number))

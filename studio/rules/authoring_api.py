@@ -94,7 +94,7 @@ class FormaliseOut(Schema):
     disagreement: str = ""
 
 
-class ReviewIn(Schema):
+class FormulaReviewIn(Schema):
     formula: Text
     compare_to: Text | None = None
     counting: Text | None = None
@@ -114,7 +114,7 @@ def formalise(request, slug: str, body: FormaliseIn):
 
 @router.post("w/{slug}/formulas/review", response=dict[str, Any],
              summary="Review aids of a formula: English, example traces, warnings, equivalence")
-def review_formula(request, slug: str, body: ReviewIn):
+def review_formula(request, slug: str, body: FormulaReviewIn):
     workspace_for(request, slug)
     return authoring.review_aids(body.formula, body.compare_to, body.counting or None)
 

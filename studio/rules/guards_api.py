@@ -22,7 +22,7 @@ router = Router(tags=["causal guards"])
 DESCRIPTION_MAX = 10_000
 
 
-class GuardOut(Schema):
+class CausalGuardOut(Schema):
     id: int
     name: str
     cpl: str
@@ -59,14 +59,15 @@ def _guard(workspace, guard_id: Id) -> CausalGuard:
                              workspace=workspace, id=guard_id)
 
 
-@router.get("w/{slug}/guards", response=list[GuardOut], summary="The workspace's causal guards")
+@router.get("w/{slug}/guards", response=list[CausalGuardOut],
+            summary="The workspace's causal guards")
 def list_guards(request, slug: str):
     workspace = workspace_for(request, slug)
     return [_out(g) for g in CausalGuard.objects.filter(workspace=workspace)
             .select_related("created_by")]
 
 
-@router.post("w/{slug}/guards", response={201: GuardOut}, summary="Declare a causal guard")
+@router.post("w/{slug}/guards", response={201: CausalGuardOut}, summary="Declare a causal guard")
 def create_guard(request, slug: str, body: GuardIn):
     workspace = workspace_for(request, slug, Role.AUTHOR)
     guard = guards.create_guard(workspace, actor_of(request), body.name, body.cpl, body.owner,
@@ -74,12 +75,12 @@ def create_guard(request, slug: str, body: GuardIn):
     return Status(201, _out(_guard(workspace, guard.id)))
 
 
-@router.get("w/{slug}/guards/{guard_id}", response=GuardOut)
+@router.get("w/{slug}/guards/{guard_id}", response=CausalGuardOut)
 def get_guard(request, slug: str, guard_id: Id):
     return _out(_guard(workspace_for(request, slug), guard_id))
 
 
-@router.patch("w/{slug}/guards/{guard_id}", response=GuardOut,
+@router.patch("w/{slug}/guards/{guard_id}", response=CausalGuardOut,
               summary="Change a causal guard's name, CPL, owner or description")
 def update_guard(request, slug: str, guard_id: Id, body: GuardPatch):
     workspace = workspace_for(request, slug, Role.AUTHOR)
