@@ -222,14 +222,11 @@ if not CELERY_BROKER_URL:
     CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND") or None
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-# A worker waits for its broker for as long as it is away (Celery gives up, and exits, after 100
-# attempts by default: about three quarters of an hour), and a broker restart leaves the tasks it
-# is running alone: they finish their work in Postgres, and a task whose acknowledgement the
-# restart lost is delivered again and finds its work done (tasks are idempotent).  Cancelling
-# them instead would throw away long audit batches for a blink of Redis (Celery 6's default).
-# Whether the worker itself survives a restart is a matter of versions: celery 5.7.0's does not
-# (pyproject.toml pins; docs/deployment.md; tests/test_broker_restart.py).
-CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+# A broker restart leaves the tasks a worker is running alone: they finish their work in
+# Postgres, and a task whose acknowledgement the restart lost is delivered again and finds its
+# work done (tasks are idempotent).  Cancelling them instead (Celery 6's default) would throw away
+# long audit batches for a blink of Redis.  Whether the worker itself survives the restart is a
+# matter of versions: celery 5.7.0's does not (pyproject.toml pins; docs/deployment.md).
 CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
 # Where tasks go and workers listen unless told otherwise; several studios (or test runs) can
 # share one Redis by naming their own queue.
