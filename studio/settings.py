@@ -135,6 +135,26 @@ DATABASES = {
         conn_health_checks=True,
     ),
 }
+# Under an ASGI server (uvicorn, the production server: docs/deployment.md) every request runs in
+# a thread of its own, so a persistent connection would be left behind by each request until the
+# garbage collector found it: there, set DATABASE_POOL=true (psycopg's pool, which needs the
+# psycopg_pool package: each request borrows a connection and hands it back) or
+# DATABASE_CONN_MAX_AGE=0 (a new connection per request).  Under gunicorn's sync workers and in
+# Celery the persistent connections of the default serve best.
+DATABASES["default"]["CONN_MAX_AGE"] = env_number("DATABASE_CONN_MAX_AGE", 60)
+if env_bool("DATABASE_POOL", False):
+    try:
+        from psycopg_pool import ConnectionPool
+    except ImportError:
+        raise ImproperlyConfigured("DATABASE_POOL=true needs psycopg's pool: pip install "
+                                   "'psycopg[pool]'") from None
+    DATABASES["default"]["CONN_MAX_AGE"] = 0  # Django's pool refuses persistent connections
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = False  # the pool checks a connection it lends
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+        "min_size": env_number("DATABASE_POOL_MIN_SIZE", 2),
+        "max_size": env_number("DATABASE_POOL_MAX_SIZE", 20, minimum=1),
+        "timeout": env_number("DATABASE_POOL_TIMEOUT", 10.0, float, minimum=0.1),
+        "check": ConnectionPool.check_connection}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
