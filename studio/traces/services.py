@@ -769,8 +769,10 @@ class _Store:
                 raise _Superseded
             if locked.items_done != batch.start:
                 if self.unsure and locked.items_done >= end:
+                    # Committed before the connection was lost: not loaded twice.
+                    self.events_read += sum(1 for item in batch.items if isinstance(item, Row))
                     self.position = max(self.position, batch.position)
-                    return False  # committed before the connection was lost: not loaded twice
+                    return False
                 raise _Superseded
             errors = [e for e in batch.items if isinstance(e, LineError)]
             rows = [r for r in batch.items if isinstance(r, Row)]

@@ -223,6 +223,35 @@ def test_a_database_away_longer_than_the_stall_period_spends_attempts_and_the_up
     assert len(calls) >= 3  # retried without counting, then the two attempts were spent
 
 
+@pytest.mark.django_db(transaction=True)
+def test_lost_connections_retried_in_place_give_way_to_the_task_and_then_to_attempts(
+        auditor, monkeypatch, settings):
+    """On its own connection the parse retries in place for UPLOAD_RECONNECT_SECONDS, then the
+    task retries it until AUDIT_STALL_SECONDS; after that attempts are spent, and it ends."""
+    from worker.uploads import parse_upload_task
+
+    settings.UPLOAD_MAX_ATTEMPTS = 2
+    settings.UPLOAD_RECONNECT_SECONDS = 0.2
+    settings.AUDIT_STALL_SECONDS = 0.5
+    lines = log_lines(50, sessions=2, seed=5)
+    upload = _upload_without_parsing(auditor, lines)
+    runs = []
+    real_claim = services._claim
+
+    def counted_claim(upload_id, spend=True):
+        runs.append(spend)
+        return real_claim(upload_id, spend)
+
+    monkeypatch.setattr(services, "_claim", counted_claim)
+    monkeypatch.setattr(services._Store, "_write", lambda store, batch: _terminated())
+    assert parse_upload_task.apply(args=[upload.pk]).get() == "failed"
+    upload.refresh_from_db()
+    assert upload.status == "failed" and upload.error.startswith("gave up after 2 attempts")
+    # The first run spent an attempt, the task's reruns within the stall period none; then
+    # the second attempt, and the claim that gives up.
+    assert runs[0] and not any(runs[1:-2]) and all(runs[-2:]) and len(runs) >= 4
+
+
 # --- resuming a failed upload -----------------------------------------------------------------
 
 def _fail_part_way(auditor, monkeypatch, lines: list[str]) -> Upload:
