@@ -298,13 +298,19 @@ GUARD_WAITS_PER_TOKEN = env_number("GUARD_WAITS_PER_TOKEN", 20, minimum=1)
 GUARD_WAITS_PER_WORKSPACE = env_number("GUARD_WAITS_PER_WORKSPACE", 100, minimum=1)
 
 # Sign-in throttling (studio.web.signin), counted in Django's cache: after this many failed
-# sign-ins for one username, or from one address, within the lockout period, every sign-in for
-# that username or from that address is refused (even with the right password) until the
-# period has passed.  With the default local-memory cache each server process counts alone; set
+# sign-ins for one username, within the lockout period, every sign-in for that username is
+# refused (even with the right password) until the period has passed; after this many from one
+# address, so is every sign-in from there for a username that failed from there (others still
+# sign in).  With the default local-memory cache each server process counts alone; set
 # CACHE_URL so that all of them count together.
 SIGN_IN_MAX_FAILURES = env_number("SIGN_IN_MAX_FAILURES", 5, minimum=1)
 SIGN_IN_MAX_FAILURES_PER_ADDRESS = env_number("SIGN_IN_MAX_FAILURES_PER_ADDRESS", 20, minimum=1)
 SIGN_IN_LOCKOUT_SECONDS = env_number("SIGN_IN_LOCKOUT_SECONDS", 15 * 60, minimum=1)
+# How many proxies stand in front of the studio, each appending the address it saw to
+# X-Forwarded-For (a TLS proxy: 1).  The client's address is then read that many entries from
+# the header's right (studio.web.proxy); 0, the default, never reads the header, since any
+# client can write it.  More than the real number lets clients choose their address.
+TRUSTED_PROXY_COUNT = env_number("TRUSTED_PROXY_COUNT", 0)
 
 # How long a server process reuses a workspace's live rules and labelers before reading them
 # again (changes made through this process apply at once; 0 reads them on every delivery).

@@ -1,8 +1,15 @@
-"""Sign-in throttling, counted in Django's cache (no table): failed sign-ins are counted per
-username and per client address for ``SIGN_IN_LOCKOUT_SECONDS``; once either count reaches its
-limit, sign-ins for that username or from that address are refused - a correct password too -
-until the lockout has passed.  A cache that fails lets sign-ins through (as the live rate
-limit does): a broken cache must not lock everyone out."""
+"""Sign-in throttling, counted in Django's cache (no table).
+
+Failed sign-ins are counted for ``SIGN_IN_LOCKOUT_SECONDS`` per username, per client address
+and per (address, username):
+- ``SIGN_IN_MAX_FAILURES`` failures for one username lock that username, from anywhere;
+- ``SIGN_IN_MAX_FAILURES_PER_ADDRESS`` failures from one address lock that address for the
+  usernames that failed from it.  Someone at the same address (an office behind one NAT) whose
+  username has not failed there still signs in; a guesser gets one try per username.
+While locked, sign-ins are refused - a correct password too - until the lockout has passed.
+The address is the client's, read behind trusted proxies (studio.web.proxy), so that clients
+behind one proxy are not one client.  A cache that fails lets sign-ins through (as the live
+rate limit does): a broken cache must not lock everyone out."""
 
 from __future__ import annotations
 
@@ -17,32 +24,52 @@ from django.contrib.auth.views import LoginView
 from django.core.cache import cache
 from django.core.exceptions import ValidationError
 
-
-def _keys(username: str, address: str) -> list[tuple[str, int]]:
-    # Hashed: a username may hold anything, a cache key may not.
-    account = hashlib.sha256(username.strip().casefold().encode("utf-8", "replace")).hexdigest()
-    return [(f"signin:account:{account}", settings.SIGN_IN_MAX_FAILURES),
-            (f"signin:address:{address}", settings.SIGN_IN_MAX_FAILURES_PER_ADDRESS)]
+from .proxy import client_address
 
 
-def client_address(request) -> str:
-    return request.META.get("REMOTE_ADDR", "") if request is not None else ""
+def _hash(text: str) -> str:
+    # A username or a forwarded address may hold anything; a cache key may not.
+    return hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
+
+
+def _account_key(username: str) -> str:
+    return f"signin:account:{_hash(username.strip().casefold())}"
+
+
+def _address_key(address: str) -> str:
+    return f"signin:address:{_hash(address)}"
+
+
+def _pair_key(username: str, address: str) -> str:
+    return f"{_address_key(address)}:{_hash(username.strip().casefold())}"
 
 
 def seconds_locked(username: str, address: str) -> int:
     """How long sign-ins for ``username`` from ``address`` stay refused (0: not locked)."""
+    account, by_address, pair = (_account_key(username), _address_key(address),
+                                 _pair_key(username, address))
     try:
-        until = cache.get_many([f"{key}:locked" for key, _ in _keys(username, address)])
+        found = cache.get_many([f"{account}:locked", f"{by_address}:locked", pair])
     except Exception:  # noqa: BLE001 - see the module's docstring
         return 0
-    left = max(until.values(), default=0) - time.time()
+    until = [found.get(f"{account}:locked", 0)]
+    if found.get(pair):  # the address's lock holds only usernames that failed from it
+        until.append(found.get(f"{by_address}:locked", 0))
+    left = max(until) - time.time()
     return math.ceil(left) if left > 0 else 0
 
 
 def note_failure(username: str, address: str) -> None:
     window = settings.SIGN_IN_LOCKOUT_SECONDS
+    limits = [(_account_key(username), settings.SIGN_IN_MAX_FAILURES),
+              (_address_key(address), settings.SIGN_IN_MAX_FAILURES_PER_ADDRESS)]
     try:
-        for key, limit in _keys(username, address):
+        # Kept as long as a lock of the address can last (it starts at most a window after
+        # the address's first failure, and lasts a window).
+        pair = _pair_key(username, address)
+        cache.add(pair, 0, timeout=2 * window)
+        cache.incr(pair)
+        for key, limit in limits:
             cache.add(key, 0, timeout=window)
             if cache.incr(key) >= limit:
                 cache.add(f"{key}:locked", time.time() + window, timeout=window)
@@ -50,11 +77,11 @@ def note_failure(username: str, address: str) -> None:
         return
 
 
-def note_success(username: str) -> None:
-    """A correct password clears the account's count (not the address's)."""
-    key = _keys(username, "")[0][0]
+def note_success(username: str, address: str) -> None:
+    """A correct password clears the account's count and its failures from this address
+    (not the address's count)."""
     try:
-        cache.delete(key)
+        cache.delete_many([_account_key(username), _pair_key(username, address)])
     except Exception:  # noqa: BLE001
         return
 
@@ -83,7 +110,7 @@ class ThrottledSignIn:
             note_failure(username, address)
             raise
         if self.get_user() is not None:
-            note_success(username)
+            note_success(username, address)
         return cleaned
 
 
