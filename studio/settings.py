@@ -144,17 +144,16 @@ DATABASES = {
 DATABASES["default"]["CONN_MAX_AGE"] = env_number("DATABASE_CONN_MAX_AGE", 60)
 if env_bool("DATABASE_POOL", False):
     try:
-        from psycopg_pool import ConnectionPool
+        import psycopg_pool  # noqa: F401
     except ImportError:
         raise ImproperlyConfigured("DATABASE_POOL=true needs psycopg's pool: pip install "
                                    "'psycopg[pool]'") from None
     DATABASES["default"]["CONN_MAX_AGE"] = 0  # Django's pool refuses persistent connections
-    DATABASES["default"]["CONN_HEALTH_CHECKS"] = False  # the pool checks a connection it lends
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": env_number("DATABASE_POOL_MIN_SIZE", 2),
         "max_size": env_number("DATABASE_POOL_MAX_SIZE", 20, minimum=1),
-        "timeout": env_number("DATABASE_POOL_TIMEOUT", 10.0, float, minimum=0.1),
-        "check": ConnectionPool.check_connection}
+        # The health checks above make the pool check a connection before it lends it.
+        "timeout": env_number("DATABASE_POOL_TIMEOUT", 10.0, float, minimum=0.1)}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
