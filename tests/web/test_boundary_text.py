@@ -146,12 +146,13 @@ SHIP = {"event_id": "e1", "output": {"tool": "ship", "args": {}}}
     ("\U000e0041", 4, "tag latin capital letter a (U+E0041)"),
     ("\u3164", 4, "hangul filler (U+3164)"),
 ])
-@pytest.mark.parametrize("route", ["events", "check", "end"])
+@pytest.mark.parametrize("route", ["events", "check", "end", "guard"])
 def test_a_live_session_id_with_an_invisible_character_is_refused_with_its_position(
         world, hidden, position, named, route):
     token = world.token(world.acme)
     session = quote(f"abc{hidden}def", safe="")
-    body = {"candidates": [SHIP]} if route == "check" else {"events": [SHIP]}
+    body = {"check": {"candidates": [SHIP]}, "guard": {"event": SHIP}}.get(
+        route, {"events": [SHIP]})
     response = Client().post(f"/api/w/acme/live/sessions/{session}/{route}",
                              body, content_type="application/json",
                              headers={"Authorization": f"Bearer {token}"})
