@@ -43,8 +43,23 @@ OTHER_INVISIBLE = frozenset(
     + [chr(code) for code in range(0xFFF0, 0xFFF9)]
     + [chr(code) for code in range(0xE0000, 0xE1000)         # tags (Cf) and their plane
        if unicodedata.category(chr(code)) != "Cf"])
-_OTHER_INVISIBLE = re.compile("[" + "".join(re.escape(char) for char in sorted(OTHER_INVISIBLE))
-                              + "]")
+
+
+def _character_class(chars: frozenset[str]) -> str:
+    """``[a-bc-d]`` with runs as ranges: a class of thousands of single characters makes
+    every search walk all of them."""
+    codes = sorted(map(ord, chars))
+    runs, start = [], codes[0]
+    for previous, code in zip(codes, codes[1:] + [-1]):
+        if code == previous + 1:
+            continue
+        last = f"-{re.escape(chr(previous))}" if previous != start else ""
+        runs.append(re.escape(chr(start)) + last)
+        start = code
+    return "[" + "".join(runs) + "]"
+
+
+_OTHER_INVISIBLE = re.compile(_character_class(OTHER_INVISIBLE))
 
 
 def is_invisible(char: str) -> bool:
