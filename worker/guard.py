@@ -1,4 +1,5 @@
-"""Guard tasks: learning a risk model; the id in, the service does the work."""
+"""Guard tasks: learning a risk model (on its own queue, settings.GUARD_MODEL_QUEUE), and beat's
+sweep of models whose worker was lost; ids in, the service does the work."""
 
 from celery import shared_task
 
@@ -6,8 +7,16 @@ from studio.guard import learning
 
 
 # At most once (not acknowledged late): a worker lost while learning leaves the record running,
-# and the service takes it as failed after GUARD_MODEL_STALL_SECONDS (learning.mark_stalled);
-# learning again is cheap to ask for, and a model that kills its worker is not retried forever.
+# and the service takes it as failed after GUARD_MODEL_STALL_SECONDS (learning.mark_stalled),
+# queueing the follow-up it carried; learning again is cheap to ask for, and a model that kills
+# its worker is not retried forever.  Its time limits are given when it is sent
+# (learning._enqueue), from settings.GUARD_MODEL_TIME_LIMIT.
 @shared_task(acks_late=False)
 def learn_risk_model(record_id: int) -> str:
     return learning.learn_model(record_id)
+
+
+@shared_task
+def expire_stalled_risk_models() -> int:
+    """Beat's sweep (settings.CELERY_BEAT_SCHEDULE): models whose task was lost."""
+    return learning.expire_stalled()

@@ -1,20 +1,28 @@
 """Risk models kept fresh: learning the DTMC of the live rules from the stored sessions, and
 handing the newest one to the guard.
 
-``request_model`` records a model to learn for the workspace's live rule versions (queued) and
-enqueues the Celery task once the transaction has committed; while one is queued or running for
-those versions it is that one.  At most one waits per workspace: asking for other versions while
-one still waits retargets it (it has not read anything yet).  ``learn_model`` is the task's body:
-it claims the record (queued -> running by a conditional UPDATE, so a duplicate delivery does
-nothing), replays the workspace's stored sessions - finished ones, newest first, at most
-``GUARD_MODEL_MAX_SESSIONS`` - through the record's rule versions and the workspace's labeling,
-learns the model (``studio.risk``) and stores it, counting progress every few sessions.  Any
-failure is stored on the record (failed, with the reason); nothing is lost silently.
+At most one model per workspace is learned or waits for a worker at a time, and asking during
+one never starts a second (docs/guard-models.md):
 
-The task runs at most once (it is not acknowledged late): a worker killed while learning leaves
-the record running, and one whose message the broker lost leaves it queued.  Either is taken as
-failed (the reason says so) once it is older than ``GUARD_MODEL_STALL_SECONDS``, when the page or
-the next request looks at it; learning again is one click, or the next change of the live rules.
+- ``request_model`` (under a lock on the workspace row) returns the record queued for the
+  workspace, retargeted to the live rule versions if they changed (it has read nothing yet);
+  else, while one runs, it notes on that record that one more is wanted once it finishes (its
+  ``follow_up``: the newest versions asked for; many edits during one relearn leave one
+  follow-up); else it makes a queued record and enqueues the Celery task after the commit.
+- ``learn_model`` is the task's body: it claims the record (queued -> running by a conditional
+  UPDATE, so a duplicate delivery does nothing), replays the workspace's stored sessions -
+  finished ones, newest first, at most ``GUARD_MODEL_MAX_SESSIONS`` - through the record's rule
+  versions and the workspace's labeling, learns the model (``studio.risk``) and stores it,
+  counting progress every few sessions.  Any failure is stored on the record (failed, with the
+  reason); nothing is lost silently.  Finishing, either way, queues the follow-up if one was
+  wanted, in the same transaction.
+
+The task runs at most once (it is not acknowledged late) on its own queue
+(``GUARD_MODEL_QUEUE``), with a time limit (``GUARD_MODEL_TIME_LIMIT``): a worker killed while
+learning leaves the record running, and one whose message the broker lost leaves it queued.
+Either is taken as failed (the reason says so) once it is older than
+``GUARD_MODEL_STALL_SECONDS`` - when the page, the next request or beat's sweep
+(``expire_stalled``) looks at it - and its follow-up is queued then.
 
 The live rules changing (a rule set marked live or not, its rules changed, a version approved, a
 rule renamed or deleted), or the labelers, asks for a model again after the commit, for
@@ -32,11 +40,13 @@ import logging
 import threading
 import time
 from collections import OrderedDict
+from contextlib import contextmanager
 from datetime import timedelta
 from itertools import groupby
 
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.db import transaction
+from django.db import models, transaction
 from django.utils import timezone
 
 from studio.api.core import ServiceError
@@ -85,54 +95,133 @@ def _user_of(actor):
 # ---------------------------------------------------------------------------------------------
 # Asking for a model
 
-def mark_stalled(workspace: Workspace) -> int:
-    """Mark failed the workspace's records whose task is taken as lost (see the module's doc);
-    returns how many."""
-    now = timezone.now()
+def _stale(now) -> models.Q:
     cutoff = now - timedelta(seconds=_stall_seconds())
-    queued = LearnedRiskModel.objects.filter(workspace=workspace, status=ModelStatus.QUEUED,
-                                             created_at__lt=cutoff).update(
-        status=ModelStatus.FAILED, finished_at=now,
-        error="no worker took this model in time (the task queue may have lost it); learn "
-              "again")
-    running = LearnedRiskModel.objects.filter(workspace=workspace, status=ModelStatus.RUNNING,
-                                              started_at__lt=cutoff).update(
-        status=ModelStatus.FAILED, finished_at=now,
-        error="the worker stopped before it finished (killed, or past the time limit); learn "
-              "again")
-    return queued + running
+    return (models.Q(status=ModelStatus.QUEUED, created_at__lt=cutoff)
+            | models.Q(status=ModelStatus.RUNNING, started_at__lt=cutoff))
 
 
-def request_model(workspace: Workspace, actor=None, reason: str = "on demand"
-                  ) -> LearnedRiskModel:
-    """A model to learn for the workspace's live rule versions: the one queued or running for
-    them already, else the one still waiting (for other versions) retargeted, else a new one,
-    enqueued after commit.  ``NothingToLearn`` when no approved rule is monitored live."""
+STALLED_REASONS = {
+    ModelStatus.QUEUED: "no worker took this model in time (the task queue may have lost it); "
+                        "learn again",
+    ModelStatus.RUNNING: "the worker stopped before it finished (killed, or past the time "
+                         "limit); learn again",
+}
+
+
+def mark_stalled(workspace: Workspace) -> int:
+    """Mark failed the workspace's records whose task is taken as lost (see the module's doc),
+    queueing the follow-ups they carried; returns how many.  One query when none is."""
+    if not LearnedRiskModel.objects.filter(_stale(timezone.now()), workspace=workspace).exists():
+        return 0
+    with transaction.atomic():
+        Workspace.objects.select_for_update().filter(pk=workspace.pk).first()
+        return _expire_stalled(workspace.pk)
+
+
+def _expire_stalled(workspace_id: int) -> int:
+    """``mark_stalled`` under the workspace's lock."""
+    now = timezone.now()
+    expired = 0
+    for pk, status, follow_up in (LearnedRiskModel.objects.filter(_stale(now),
+                                                                  workspace_id=workspace_id)
+                                  .values_list("id", "status", "follow_up")):
+        if LearnedRiskModel.objects.filter(pk=pk, status=status).update(
+                status=ModelStatus.FAILED, finished_at=now, error=STALLED_REASONS[status],
+                follow_up=None):
+            expired += 1
+            if follow_up:
+                _queue_follow_up(workspace_id, follow_up)
+    return expired
+
+
+def expire_stalled() -> int:
+    """``mark_stalled`` for every workspace that has a stalled record (beat's sweep: so that a
+    follow-up waiting behind a lost task starts without anyone looking)."""
+    expired = 0
+    for workspace_id in set(LearnedRiskModel.objects.filter(_stale(timezone.now()))
+                            .values_list("workspace_id", flat=True)):
+        with transaction.atomic():
+            Workspace.objects.select_for_update().filter(pk=workspace_id).first()
+            expired += _expire_stalled(workspace_id)
+    return expired
+
+
+def _wanted(versions, follow_up) -> list[list]:
+    """The rule versions a record stands for: its follow-up's when one waits behind it."""
+    return key_of((follow_up or {}).get("versions") or versions)
+
+
+def request_model(workspace: Workspace, actor=None, reason: str = "on demand",
+                  again: bool = False) -> LearnedRiskModel:
+    """A model to learn for the workspace's live rule versions: the record queued for the
+    workspace (retargeted to them), else the one running (with a follow-up for them, unless it
+    is learning them already and not ``again``: the labelers changed since it started), else a
+    new one, enqueued after commit.  ``NothingToLearn`` when no approved rule is monitored
+    live."""
     key = key_of((v.rule, v.id) for v in live.live_versions(workspace))
     if not key:
         raise NothingToLearn("no approved rule is monitored live, so there is no model to "
                              "learn; approve a rule (or mark a rule set live) first")
-    mark_stalled(workspace)
+    user = _user_of(actor)
     with transaction.atomic():
-        # One request at a time per workspace decides whether a record is made.
+        # One request (or finishing task) at a time per workspace decides what is learned.
         Workspace.objects.select_for_update().filter(pk=workspace.pk).first()
+        _expire_stalled(workspace.pk)
         active = list(LearnedRiskModel.objects.filter(workspace=workspace, status__in=ACTIVE)
-                      .only("id", "versions", "status").order_by("-id"))
-        for found in active:
+                      .only("id", "versions", "status", "follow_up").order_by("-id"))
+        queued = [r for r in active if r.status == ModelStatus.QUEUED]
+        running = [r for r in active if r.status == ModelStatus.RUNNING]
+        if queued:
+            found = queued[0]
             if key_of(found.versions) == key:
                 return LearnedRiskModel.objects.get(pk=found.pk)
-        for found in active:
-            if found.status == ModelStatus.QUEUED and LearnedRiskModel.objects.filter(
-                    pk=found.pk, status=ModelStatus.QUEUED).update(
-                    versions=key, reason=reason[:200], requested_by=_user_of(actor)):
+            # Conditional: a worker claims a record without this lock, and one claimed has
+            # read its versions (then it is the running one below).
+            if LearnedRiskModel.objects.filter(pk=found.pk, status=ModelStatus.QUEUED).update(
+                    versions=key, reason=reason[:200], requested_by=user):
                 record(workspace, actor, "risk_model.requested", found, versions=key,
                        reason=reason, retargeted=True)
                 return LearnedRiskModel.objects.get(pk=found.pk)
+            found.status = ModelStatus.RUNNING
+            running = [found]
+        if running:
+            # It stays running while this lock is held: finishing takes the lock too.
+            found = running[0]
+            again = again or bool((found.follow_up or {}).get("again"))
+            if key_of(found.versions) == key and not again:
+                if found.follow_up is not None:   # the rules went back to what it learns
+                    LearnedRiskModel.objects.filter(pk=found.pk).update(follow_up=None)
+                return LearnedRiskModel.objects.get(pk=found.pk)
+            waiting = found.follow_up
+            if (waiting is None or _wanted(found.versions, waiting) != key
+                    or (again and not waiting.get("again"))):
+                LearnedRiskModel.objects.filter(pk=found.pk).update(follow_up={
+                    "versions": key, "reason": reason[:200],
+                    "requested_by": user.pk if user is not None else None, "again": again})
+                record(workspace, actor, "risk_model.requested", found, versions=key,
+                       reason=reason, after_running=True)
+            return LearnedRiskModel.objects.get(pk=found.pk)
         made = LearnedRiskModel.objects.create(workspace=workspace, versions=key,
-                                               reason=reason[:200],
-                                               requested_by=_user_of(actor))
+                                               reason=reason[:200], requested_by=user)
         record(workspace, actor, "risk_model.requested", made, versions=key, reason=reason)
         transaction.on_commit(lambda: _enqueue(made.pk))
+    return made
+
+
+def _queue_follow_up(workspace_id: int, follow_up: dict) -> LearnedRiskModel:
+    """The model a finished (or stalled) one carried as its follow-up, queued and enqueued after
+    the commit.  Called under the workspace's lock, with nothing else queued or running."""
+    from django.contrib.auth import get_user_model
+
+    asked_by = follow_up.get("requested_by")
+    if asked_by is not None and not get_user_model().objects.filter(pk=asked_by).exists():
+        asked_by = None   # the person left meanwhile
+    made = LearnedRiskModel.objects.create(
+        workspace_id=workspace_id, versions=key_of(follow_up["versions"]),
+        reason=str(follow_up.get("reason") or "asked for while another was learned")[:200],
+        requested_by_id=asked_by)
+    transaction.on_commit(lambda: _enqueue(made.pk))
     return made
 
 
@@ -141,8 +230,10 @@ def _enqueue(record_id: int) -> None:
 
     from worker.guard import learn_risk_model  # the worker imports this module
 
+    limit = settings.GUARD_MODEL_TIME_LIMIT
     try:
-        learn_risk_model.delay(record_id)
+        # Past the soft limit the task stops and stores why; the hard one ends its process.
+        learn_risk_model.apply_async((record_id,), soft_time_limit=limit, time_limit=limit + 30)
     except BrokerError as exc:
         log.warning("risk model %s: the broker is unavailable (%s)", record_id, exc)
         LearnedRiskModel.objects.filter(pk=record_id, status=ModelStatus.QUEUED).update(
@@ -163,36 +254,85 @@ class ModelUnreadable(Exception):
     does not read); the message says why, for a person."""
 
 
-def learn_model(record_id: int) -> str:
+def learn_model(record_id: int, phases: dict[str, float] | None = None) -> str:
     """Learn the model of record ``record_id``.  Returns "ready", "failed" or "gone" (not
-    queued: already learned, failed, running elsewhere or deleted - nothing done)."""
+    queued: already learned, failed, running elsewhere or deleted - nothing done).  Either way
+    the follow-up asked for meanwhile is queued as the record is finished.  ``phases``, when
+    given, gets the seconds each phase took (also logged)."""
+    phases = {} if phases is None else phases
     claimed = LearnedRiskModel.objects.filter(pk=record_id, status=ModelStatus.QUEUED).update(
         status=ModelStatus.RUNNING, started_at=timezone.now(), progress_done=0, error="")
     if not claimed:
         return "gone"
     row = LearnedRiskModel.objects.select_related("workspace").get(pk=record_id)
     try:
-        model, used = _learn(row)
-        data = model.to_json(compact=True)
+        model, used = _learn(row, phases)
+        with _phase(phases, "encoding the model"):
+            data = model.to_json(compact=True)
     except Exception as exc:  # noqa: BLE001 - every failure is stored, worded for a person
         if not isinstance(exc, _Failed):
             log.exception("risk model %s failed", record_id)
-        LearnedRiskModel.objects.filter(pk=record_id, status=ModelStatus.RUNNING).update(
-            status=ModelStatus.FAILED, finished_at=timezone.now(), error=_reason(exc))
+        _finish(row, status=ModelStatus.FAILED, finished_at=timezone.now(), error=_reason(exc))
         return "failed"
-    stored = LearnedRiskModel.objects.filter(pk=record_id, status=ModelStatus.RUNNING).update(
-        status=ModelStatus.READY, finished_at=timezone.now(), model=data,
-        sessions=used["sessions"], events=used["events"], states=len(model.states),
-        progress_done=used["sessions"])
+    with _phase(phases, "storing the model"):
+        stored = _finish(row, status=ModelStatus.READY, finished_at=timezone.now(), model=data,
+                         sessions=used["sessions"], events=used["events"],
+                         states=len(model.states), progress_done=used["sessions"])
+    log.info("risk model %s: %d states from %d sessions; %s", record_id, len(model.states),
+             used["sessions"], ", ".join(f"{k} {v:.2f} s" for k, v in phases.items()))
     if not stored:
         return "gone"   # taken as stalled meanwhile; its failure stands
     forget_newest(row.workspace_id)
     return "ready"
 
 
+def _finish(row: LearnedRiskModel, **fields) -> bool:
+    """Store the running record's outcome and queue its follow-up, if one was asked for, in one
+    transaction under the workspace's lock (as ``request_model`` decides under it); False when
+    the record no longer runs (taken as stalled meanwhile: its follow-up went then)."""
+    with transaction.atomic():
+        Workspace.objects.select_for_update().filter(pk=row.workspace_id).first()
+        follow_up = (LearnedRiskModel.objects.filter(pk=row.pk, status=ModelStatus.RUNNING)
+                     .values_list("follow_up", flat=True).first())
+        if not LearnedRiskModel.objects.filter(pk=row.pk, status=ModelStatus.RUNNING).update(
+                follow_up=None, **fields):
+            return False
+        if follow_up:
+            _queue_follow_up(row.workspace_id, follow_up)
+    return True
+
+
+@contextmanager
+def _phase(phases: dict[str, float], name: str):
+    started = time.perf_counter()
+    try:
+        yield
+    finally:
+        phases[name] = phases.get(name, 0.0) + time.perf_counter() - started
+
+
+def _timed(rows, phases: dict[str, float], name: str):
+    """``rows`` as they come, the time spent waiting for each added to ``phases[name]``."""
+    rows = iter(rows)
+    clock = time.perf_counter
+    while True:
+        started = clock()
+        try:
+            row = next(rows)
+        except StopIteration:
+            phases[name] = phases.get(name, 0.0) + clock() - started
+            return
+        phases[name] = phases.get(name, 0.0) + clock() - started
+        yield row
+
+
 def _reason(exc: Exception) -> str:
     if isinstance(exc, _Failed):
         text = str(exc)
+    elif isinstance(exc, SoftTimeLimitExceeded):
+        text = (f"learning took longer than its limit of {settings.GUARD_MODEL_TIME_LIMIT:g} s "
+                "(GUARD_MODEL_TIME_LIMIT); learn from fewer sessions "
+                "(GUARD_MODEL_MAX_SESSIONS) or allow it longer")
     elif isinstance(exc, LLMError):
         text = f"a labeler could not label the sessions' events ({exc.message}); learn again " \
                "later"
@@ -215,34 +355,40 @@ def ruleset_of(versions) -> object:
         return ruleset_for([found[i] for _, i in key])
 
 
-def _learn(row: LearnedRiskModel) -> tuple[RiskModel, dict]:
+def _learn(row: LearnedRiskModel, phases: dict[str, float]) -> tuple[RiskModel, dict]:
     from studio.risk.abstraction import Abstraction
 
     workspace = row.workspace
-    ruleset = ruleset_of(row.versions)
-    labeling = live.context_for(workspace).labeling
-    try:
-        abstraction = Abstraction(ruleset, row.atoms)
-    except ValueError as exc:
-        raise _Failed(f"the picked atoms do not fit the rules: {exc}") from None
-    # Finished sessions only: an open live session's end is not known yet.
-    ids = list(TraceSession.objects.filter(workspace=workspace, steps__gt=0)
-               .exclude(source=live.SOURCE_LIVE, ended_at__isnull=True)
-               .order_by("-id").values_list("id", flat=True)[:max_sessions()])
-    LearnedRiskModel.objects.filter(pk=row.pk).update(progress_total=len(ids))
+    with _phase(phases, "rules and sessions to read"):
+        ruleset = ruleset_of(row.versions)
+        labeling = live.context_for(workspace).labeling
+        try:
+            abstraction = Abstraction(ruleset, row.atoms)
+        except ValueError as exc:
+            raise _Failed(f"the picked atoms do not fit the rules: {exc}") from None
+        # Finished sessions only: an open live session's end is not known yet.
+        ids = list(TraceSession.objects.filter(workspace=workspace, steps__gt=0)
+                   .exclude(source=live.SOURCE_LIVE, ended_at__isnull=True)
+                   .order_by("-id").values_list("id", flat=True)[:max_sessions()])
+        LearnedRiskModel.objects.filter(pk=row.pk).update(progress_total=len(ids))
     traces = Traces(abstraction)
     done = events = 0
+    label = labeling.label
     for start in range(0, len(ids), SESSION_CHUNK):
         rows = _events(ids[start:start + SESSION_CHUNK])
         if labeling.batched_labelers:
             rows = _answered_in_groups(rows, labeling, None)
+        rows = _timed(rows, phases, "reading events (and batched labelers)")
         for _, session_rows in groupby(rows, key=lambda r: r[0]):
-            labelled, previous = [], None
-            for session_row in session_rows:
-                event = monitor_event(session_row)
-                labelled.append(labeling.label(event, previous))
-                previous = event
-            with live._MONITOR_LOCK:   # the monitors intern formulas: one thread at a time
+            session_rows = list(session_rows)   # read here, so that reading is timed apart
+            with _phase(phases, "labelling"):
+                labelled, previous = [], None
+                for session_row in session_rows:
+                    event = monitor_event(session_row)
+                    labelled.append(label(event, previous))
+                    previous = event
+            with _phase(phases, "replaying the monitors"), live._MONITOR_LOCK:
+                # (the monitors intern formulas: one thread at a time)
                 traces.add(labelled)
             done += 1
             events += len(labelled)
@@ -250,7 +396,7 @@ def _learn(row: LearnedRiskModel) -> tuple[RiskModel, dict]:
                 LearnedRiskModel.objects.filter(pk=row.pk).update(progress_done=done)
     LearnedRiskModel.objects.filter(pk=row.pk).update(progress_done=done)
     with live._MONITOR_LOCK:
-        model = traces.model()
+        model = traces.model(phases=phases)
     return model, {"sessions": done, "events": events}
 
 
@@ -354,22 +500,23 @@ def load_model(pk: int) -> RiskModel:
 def relearn_if_rules_changed(workspace_id: int, labelers: bool = False
                              ) -> LearnedRiskModel | None:
     """After a change to rules or rule sets: if the workspace has learned a model before and the
-    newest one (whatever its status) is for other versions than the live ones, ask for one.
-    After a change to labelers (``labelers``), ask for one whatever the versions: the same rules
-    now read other atoms.  (One already queued or running for the live versions is the one.)"""
+    newest one (whatever its status; the follow-up it carries, if any) is for other versions
+    than the live ones, ask for one.  After a change to labelers (``labelers``), ask for one
+    whatever the versions: the same rules now read other atoms.  (One already queued for the
+    live versions, or running for them with the labelers unchanged, is the one.)"""
     newest = (LearnedRiskModel.objects.filter(workspace_id=workspace_id).order_by("-id")
-              .values_list("versions", flat=True).first())
+              .values_list("versions", "follow_up").first())
     if newest is None:
         return None
     workspace = Workspace.objects.filter(pk=workspace_id).first()
     if workspace is None:
         return None
     key = key_of((v.rule, v.id) for v in live.live_versions(workspace))
-    if not key or (key == key_of(newest) and not labelers):
+    if not key or (key == _wanted(*newest) and not labelers):
         return None
     try:
         return request_model(workspace, None, "the labelers changed" if labelers
-                             else "the live rules changed")
+                             else "the live rules changed", again=labelers)
     except NothingToLearn:
         return None
 

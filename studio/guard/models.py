@@ -49,6 +49,9 @@ class LearnedRiskModel(models.Model):
     model = models.JSONField(null=True, blank=True)
     error = models.TextField(blank=True)
     reason = models.CharField(max_length=200, blank=True)   # why it was learned
+    # Asked for while this one runs: learned once it finishes (studio.guard.learning), as
+    # {"versions": [...], "reason": ..., "requested_by": user id or None, "again": bool}.
+    follow_up = models.JSONField(null=True, blank=True)
     requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
                                      on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)

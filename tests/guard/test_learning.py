@@ -4,6 +4,7 @@ asks for a model again, and ``current_model`` is a lookup once loaded."""
 
 from __future__ import annotations
 
+import os
 import random
 import subprocess
 import sys
@@ -12,6 +13,9 @@ import uuid
 from datetime import timedelta
 
 import pytest
+from hypothesis import HealthCheck, example, given
+from hypothesis import settings as hyp_settings
+from hypothesis import strategies as st
 from django.db import connection
 from django.test.utils import override_settings
 from django.utils import timezone
@@ -133,12 +137,15 @@ def test_one_model_waits_at_a_time(team):
     assert retargeted.versions[1] == ["reply", RuleVersion.objects.filter(
         rule__name="reply").order_by("-number").first().id]
     assert LearnedRiskModel.objects.count() == 1
-    # Once it runs, a request for other versions is a new record.
+    # Once it runs, a request for other versions starts nothing: it is noted on the running
+    # one as the follow-up its end will queue.
     LearnedRiskModel.objects.filter(pk=first.pk).update(status=ModelStatus.RUNNING,
                                                         started_at=timezone.now())
     add_rule(team, "approval", "G(pay -> O approved) & G !delete")
-    newer = learning.request_model(team.workspace)
-    assert newer.pk != first.pk and LearnedRiskModel.objects.count() == 2
+    during = learning.request_model(team.workspace)
+    assert during.pk == first.pk and LearnedRiskModel.objects.count() == 1
+    live_key = live.context_for(team.workspace).versions_key
+    assert during.follow_up["versions"] == live_key and not during.follow_up["again"]
 
 
 def test_nothing_to_learn_without_live_rules(db):
@@ -210,7 +217,7 @@ def test_a_broker_that_is_down_fails_the_record(team, django_capture_on_commit_c
     def down(*args, **kwargs):
         raise OperationalError("connection refused")
 
-    monkeypatch.setattr(guard.learn_risk_model, "delay", down)
+    monkeypatch.setattr(guard.learn_risk_model, "apply_async", down)
     with django_capture_on_commit_callbacks(execute=True):
         made = learning.request_model(team.workspace)
     made.refresh_from_db()
@@ -332,7 +339,248 @@ def test_current_model_checks_again_after_the_interval(team, learn, django_asser
             assert learning.current_model(team.workspace, key) is model
 
 
+# -- one relearn per workspace at a time -------------------------------------------------------
+
+def _edit(team, n: int) -> RuleVersion:
+    """An edit of the live rules: a new approved version of "reply" (the n-th bound)."""
+    return add_rule(team, "reply", f"G(ask -> F[0,{n}] answer)")
+
+
+def test_edits_while_one_runs_leave_one_follow_up(team, monkeypatch,
+                                                  django_capture_on_commit_callbacks):
+    """Three edits land while a model is learned: nothing else starts; finishing queues one
+    follow-up, for the last edit's versions, and that one learns them."""
+    add_sessions(team, sessions(6))
+    first = learning.request_model(team.workspace)   # queued; its task is run by hand below
+    learn_for_real = learning._learn
+
+    def edits_meanwhile(row, phases):
+        for n in (2, 3, 4):
+            _edit(team, n)
+            learning.relearn_if_rules_changed(team.workspace.pk)   # as the signal does
+            assert LearnedRiskModel.objects.count() == 1
+        return learn_for_real(row, phases)
+
+    monkeypatch.setattr(learning, "_learn", edits_meanwhile)
+    with django_capture_on_commit_callbacks() as enqueued:
+        assert learning.learn_model(first.pk) == "ready"
+    monkeypatch.setattr(learning, "_learn", learn_for_real)
+    first.refresh_from_db()
+    assert first.status == ModelStatus.READY and first.follow_up is None
+    follow = LearnedRiskModel.objects.exclude(pk=first.pk).get()
+    final_key = live.context_for(team.workspace).versions_key
+    assert follow.status == ModelStatus.QUEUED and follow.versions == final_key
+    assert follow.reason == "the live rules changed"
+    # Exactly one task is sent, after the commit (the rest: the edits' signals).
+    sends = [f for f in enqueued if "_queue_follow_up" in f.__qualname__]
+    assert len(sends) == 1 and len(enqueued) == 4
+    with django_capture_on_commit_callbacks(execute=True):
+        for callback in enqueued:   # the signals find the follow-up asked for; the task runs
+            callback()
+    follow.refresh_from_db()
+    assert follow.status == ModelStatus.READY and follow.versions == final_key
+    assert LearnedRiskModel.objects.count() == 2
+    # The audit log says the edits were noted on the running one, not started.
+    noted = AuditLogEntry.objects.filter(action="risk_model.requested",
+                                         details__after_running=True)
+    assert noted.count() == 3 and {e.target_id for e in noted} == {first.pk}
+
+
+def test_rules_edited_back_while_one_runs_need_no_follow_up(team):
+    add_sessions(team, sessions(4))
+    first = learning.request_model(team.workspace)
+    LearnedRiskModel.objects.filter(pk=first.pk).update(status=ModelStatus.RUNNING,
+                                                        started_at=timezone.now())
+    edited = _edit(team, 2)
+    learning.relearn_if_rules_changed(team.workspace.pk)
+    assert LearnedRiskModel.objects.get(pk=first.pk).follow_up is not None
+    edited.delete()   # back to the versions it is learning (the signal asks again)
+    learning.relearn_if_rules_changed(team.workspace.pk)
+    first.refresh_from_db()
+    assert first.follow_up is None and LearnedRiskModel.objects.count() == 1
+
+
+def test_a_labeler_changing_while_one_runs_asks_for_one_more(team):
+    """The same versions read other atoms now: the running one read the old labelers."""
+    first = learning.request_model(team.workspace)
+    LearnedRiskModel.objects.filter(pk=first.pk).update(status=ModelStatus.RUNNING,
+                                                        started_at=timezone.now())
+    add_labeler(team, "pay", "regex", {"path": "input", "pattern": "pay"})
+    learning.relearn_if_rules_changed(team.workspace.pk, labelers=True)
+    first.refresh_from_db()
+    assert first.follow_up["versions"] == first.versions and first.follow_up["again"]
+    # A later edit keeps it wanted, for the newest versions.
+    _edit(team, 2)
+    learning.relearn_if_rules_changed(team.workspace.pk)
+    first.refresh_from_db()
+    assert first.follow_up["again"]
+    assert first.follow_up["versions"] == live.context_for(team.workspace).versions_key
+
+
+def test_a_failed_relearn_still_queues_its_follow_up(team, monkeypatch):
+    first = learning.request_model(team.workspace)
+
+    def broken(row, phases):
+        _edit(team, 5)
+        learning.relearn_if_rules_changed(team.workspace.pk)
+        raise RuntimeError("out of patience")
+
+    monkeypatch.setattr(learning, "_learn", broken)
+    assert learning.learn_model(first.pk) == "failed"
+    follow = LearnedRiskModel.objects.exclude(pk=first.pk).get()
+    assert follow.status == ModelStatus.QUEUED
+    assert follow.versions == live.context_for(team.workspace).versions_key
+
+
+def test_a_lost_worker_s_follow_up_starts_when_its_claim_expires(team):
+    """A worker killed while learning: its record stays running until it is taken as lost;
+    then (page, request or beat's sweep) the follow-up it carried is queued."""
+    other = make_team("elsewhere")
+    add_rule(other, "approval", "G(pay -> O approved)")
+    stuck = learning.request_model(team.workspace)
+    LearnedRiskModel.objects.filter(pk=stuck.pk).update(status=ModelStatus.RUNNING,
+                                                        started_at=timezone.now())
+    _edit(team, 2)
+    learning.relearn_if_rules_changed(team.workspace.pk)
+    LearnedRiskModel.objects.filter(pk=stuck.pk).update(   # then its worker is lost
+        started_at=timezone.now() - timedelta(minutes=20))
+    fresh = learning.request_model(other.workspace)
+    LearnedRiskModel.objects.filter(pk=fresh.pk).update(status=ModelStatus.RUNNING,
+                                                        started_at=timezone.now())
+    with override_settings(GUARD_MODEL_STALL_SECONDS=600):
+        assert LearnedRiskModel.objects.get(pk=stuck.pk).status == ModelStatus.RUNNING
+        from worker.guard import expire_stalled_risk_models
+
+        assert expire_stalled_risk_models() == 1
+        assert expire_stalled_risk_models() == 0
+    stuck.refresh_from_db()
+    assert stuck.status == ModelStatus.FAILED and "the worker stopped" in stuck.error
+    assert stuck.follow_up is None
+    follow = LearnedRiskModel.objects.filter(workspace=team.workspace).exclude(
+        pk=stuck.pk).get()
+    assert follow.status == ModelStatus.QUEUED
+    assert follow.versions == live.context_for(team.workspace).versions_key
+    # The other workspace's relearn, running for a short while, is left alone.
+    assert LearnedRiskModel.objects.get(pk=fresh.pk).status == ModelStatus.RUNNING
+
+
+# Operations on one workspace, in any order: edits of the live rules (to one of a few bounds),
+# a labeler added, a worker taking the queued task, a worker finishing (or failing) the running
+# one, and a running one's worker lost (its claim expires).
+operations = st.lists(st.one_of(
+    st.tuples(st.just("edit"), st.integers(1, 3)),
+    st.tuples(st.just("labeler"), st.just(0)),
+    st.tuples(st.just("take"), st.just(0)),
+    st.tuples(st.just("finish"), st.booleans()),
+    st.tuples(st.just("lose"), st.just(0))), max_size=14)
+
+
+@hyp_settings(max_examples=40, deadline=None,
+              suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(operations)
+@example([("take", 0), ("edit", 2), ("edit", 3)])   # edits while one runs
+def test_relearning_coalesces_whatever_happens_in_between(team, operations):
+    """Checked against what happened: never more than one record queued or running in the
+    workspace, after any operation; once the work drains, the last model started began after
+    the last change (of rules or labelers), for the live versions, and is the newest ready
+    one unless it failed."""
+    LearnedRiskModel.objects.filter(workspace=team.workspace).delete()
+    team.workspace.labelers.all().delete()
+    pending_tasks: list[int] = []   # what the broker holds, in order
+    first = learning.request_model(team.workspace)
+    pending_tasks.append(first.pk)
+    last_change = 0   # the step of the last edit or labeler change
+    step = 0
+    sent = set(pending_tasks)
+    started_at_step: dict[int, int] = {}
+
+    def sync_sent():
+        for pk in LearnedRiskModel.objects.filter(workspace=team.workspace,
+                                                  status=ModelStatus.QUEUED).values_list(
+                                                      "id", flat=True):
+            if pk not in sent:
+                sent.add(pk)
+                pending_tasks.append(pk)
+
+    def take():
+        nonlocal step
+        while pending_tasks:
+            pk = pending_tasks.pop(0)
+            if LearnedRiskModel.objects.filter(pk=pk, status=ModelStatus.QUEUED).update(
+                    status=ModelStatus.RUNNING, started_at=timezone.now()):
+                started_at_step[pk] = step
+                return
+
+    def finish(ok: bool):
+        running = LearnedRiskModel.objects.filter(workspace=team.workspace,
+                                                  status=ModelStatus.RUNNING).first()
+        if running is not None:
+            if ok:
+                learning._finish(running, status=ModelStatus.READY,
+                                 finished_at=timezone.now(), model={})
+            else:
+                learning._finish(running, status=ModelStatus.FAILED,
+                                 finished_at=timezone.now(), error="failed on purpose")
+
+    for kind, argument in operations:
+        step += 1
+        if kind == "edit":
+            _edit(team, argument)
+            last_change = step
+            learning.relearn_if_rules_changed(team.workspace.pk)
+        elif kind == "labeler":
+            add_labeler(team, f"atom{step}", "regex", {"path": "input", "pattern": "x"})
+            last_change = step
+            learning.relearn_if_rules_changed(team.workspace.pk, labelers=True)
+        elif kind == "take":
+            take()
+        elif kind == "finish":
+            finish(argument)
+        else:
+            LearnedRiskModel.objects.filter(workspace=team.workspace,
+                                            status=ModelStatus.RUNNING).update(
+                started_at=timezone.now() - timedelta(hours=1))
+            with override_settings(GUARD_MODEL_STALL_SECONDS=600):
+                learning.expire_stalled()
+        sync_sent()
+        active = LearnedRiskModel.objects.filter(workspace=team.workspace,
+                                                 status__in=learning.ACTIVE).count()
+        assert active <= 1
+    # Drain: workers take and finish everything, successfully.
+    for _ in range(10):
+        take()
+        finish(True)
+        sync_sent()
+        if not LearnedRiskModel.objects.filter(workspace=team.workspace,
+                                               status__in=learning.ACTIVE).exists():
+            break
+    assert not LearnedRiskModel.objects.filter(workspace=team.workspace,
+                                               status__in=learning.ACTIVE).exists()
+    # The last one started began after the last change, for the live versions; it is the
+    # newest ready model unless it failed or its worker was lost (then nothing newer is).
+    last = LearnedRiskModel.objects.get(pk=max(started_at_step, key=started_at_step.get))
+    assert started_at_step[last.pk] >= last_change
+    assert last.versions == live.context_for(team.workspace).versions_key
+    newest = (LearnedRiskModel.objects.filter(workspace=team.workspace,
+                                              status=ModelStatus.READY)
+              .order_by("-finished_at", "-id").first())
+    assert last.status == ModelStatus.FAILED or last == newest
+
+
 # -- the task on a real worker ----------------------------------------------------------------
+
+# A Redis database of this test file's own (helper 5's: 5 + 8), and a queue per test: other
+# runs' workers never take these tasks.
+WORKER_REDIS = "redis://127.0.0.1:6379/13"
+
+
+def worker_env(queue: str) -> dict:
+    from tests.audits.test_worker_kill import _database_url
+
+    return {**os.environ, "DATABASE_URL": _database_url(), "CELERY_BROKER_URL": WORKER_REDIS,
+            "CELERY_QUEUE": queue, "DJANGO_SETTINGS_MODULE": "studio.settings",
+            "PYTHONUNBUFFERED": "1"}
+
 
 @pytest.mark.django_db(transaction=True)
 def test_the_task_learns_on_a_real_worker(tmp_path):
@@ -348,10 +596,10 @@ def test_the_task_learns_on_a_real_worker(tmp_path):
         add_rule(team, name, formula)
     add_sessions(team, sessions(30, seed=5))
     queue = f"guard-test-{uuid.uuid4().hex[:12]}"
-    env = {**__import__("os").environ, "DATABASE_URL": _database_url(),
-           "CELERY_BROKER_URL": "redis://127.0.0.1:6379/7", "CELERY_QUEUE": queue,
-           "DJANGO_SETTINGS_MODULE": "studio.settings", "PYTHONUNBUFFERED": "1"}
-    workers = Workers(env, queue, tmp_path)
+    env = worker_env(queue)
+    # Only the models queue: the task must be routed there (a worker of the default queue
+    # would never see it, and this one sees nothing else).
+    workers = Workers(env, f"{queue}-models", tmp_path)
     try:
         workers.start()
         script = ("import django\n"
@@ -377,3 +625,91 @@ def test_the_task_learns_on_a_real_worker(tmp_path):
         assert model is not None and len(model.states) == made.states
     finally:
         workers.stop_all()
+
+
+EDITS = """
+import sys, time
+import django
+django.setup()
+import worker  # noqa: F401 - the Celery app, configured from settings
+from studio.rules.models import Rule, RuleVersion
+from studio.workspaces.models import Workspace
+workspace = Workspace.objects.get(slug=sys.argv[1])
+rule = Rule.objects.get(workspace=workspace, name="escalation_acked")
+model = rule.versions.order_by("-number").first()
+for n in range(int(sys.argv[2])):
+    # Each edit commits on its own; its signal asks for a model after the commit.
+    RuleVersion.objects.create(rule=rule, number=model.number + 1 + n,
+                               formula=f"G(escalate -> F[0,{4 + n}] ack)", author=model.author,
+                               counting=model.counting, status="approved",
+                               reviewer=model.reviewer)
+    time.sleep(float(sys.argv[3]))
+"""
+
+
+@pytest.mark.django_db(transaction=True)
+def test_edits_in_quick_succession_learn_at_most_twice_on_a_real_worker(tmp_path):
+    """Issue 24 item 6: edits of the live rules in quick succession, a real worker with two
+    processes on the models queue: at most two relearns run (the one the first edit started and
+    one follow-up), never at the same time, and the final model is for the last edit."""
+    if connection.vendor != "postgresql":
+        pytest.skip("needs Postgres: the worker must share the test database")
+    from bench.workloads import RULES_20, agent_events
+    from tests.audits.helpers import copy_sessions
+    from tests.audits.test_worker_kill import Workers, _redis_or_skip
+
+    _redis_or_skip()
+    team = make_team("edits")
+    for name, formula in RULES_20:
+        add_rule(team, name, formula)
+    stream = agent_events(300 * 20, seed=9)
+    copy_sessions(team, {f"s{k}": stream[k * 20:(k + 1) * 20] for k in range(300)})
+    first = learning.request_model(team.workspace)   # learned here (no broker in this process)
+    first.refresh_from_db()
+    assert first.status == ModelStatus.READY, first.error
+    queue = f"guard-edits-{uuid.uuid4().hex[:12]}"
+    env = worker_env(queue)
+    workers = Workers(env, f"{queue}-models", tmp_path)
+    edits = 6
+    try:
+        workers.start()
+        time.sleep(3)   # the worker connected and idle, as in production
+        producer = subprocess.run([sys.executable, "-c", EDITS, "edits", str(edits), "0.3"],
+                                  env=env, capture_output=True, text=True, timeout=120,
+                                  check=False)
+        assert producer.returncode == 0, producer.stderr
+        quiet_since, deadline = None, time.monotonic() + 180
+        while time.monotonic() < deadline:
+            busy = LearnedRiskModel.objects.filter(workspace=team.workspace,
+                                                   status__in=learning.ACTIVE).exists()
+            if busy:
+                quiet_since = None
+            elif quiet_since is None:
+                quiet_since = time.monotonic()
+            elif time.monotonic() - quiet_since > 2:
+                break
+            time.sleep(0.1)
+        else:
+            pytest.fail(f"the relearns did not finish\n{workers.output()}")
+    finally:
+        workers.stop_all()
+    relearns = list(LearnedRiskModel.objects.filter(workspace=team.workspace)
+                    .exclude(pk=first.pk).order_by("started_at"))
+    assert 1 <= len(relearns) <= 2, ([(r.pk, r.status, r.reason, r.started_at, r.finished_at)
+                                      for r in relearns], producer.stderr, workers.output())
+    assert all(r.status == ModelStatus.READY for r in relearns), \
+        [(r.status, r.error) for r in relearns]
+    if len(relearns) == 2:
+        assert relearns[1].started_at >= relearns[0].finished_at   # one after the other
+    final_key = live.context_for(team.workspace).versions_key
+    last_edit = RuleVersion.objects.get(pk=dict(map(tuple, final_key))["escalation_acked"])
+    assert last_edit.formula == f"G(escalate -> F[0,{3 + edits}] ack)"
+    assert relearns[-1].versions == final_key
+    assert learning.current_model(team.workspace, final_key) is not None
+    # Edits came while one ran (the worker took the first edit's at once): they were noted on
+    # it, and started nothing.
+    noted = AuditLogEntry.objects.filter(workspace=team.workspace,
+                                         action="risk_model.requested",
+                                         details__after_running=True).count()
+    assert noted >= 1, f"no edit came while a relearn ran: nothing was coalesced\n" \
+                       f"{workers.output()}"
