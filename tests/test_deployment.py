@@ -23,7 +23,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
-APP_SERVICES = ["web", "worker", "beat"]  # the ones that run the studio (not postgres, redis)
+APP_SERVICES = ["web", "worker", "models-worker", "beat"]  # the studio's (not postgres, redis)
 
 
 def _service(name: str) -> dict:
@@ -121,12 +121,30 @@ def test_the_settings_start_with_the_environment_compose_gives(name):
 
 
 def test_the_services_start_in_order_and_beat_runs_once():
-    for name in ("worker", "beat"):
+    for name in ("worker", "models-worker", "beat"):
         assert _service(name)["depends_on"]["web"]["condition"] == "service_healthy", (
             f"{name} needs the schema web migrates")
     assert "deploy" not in _service("beat") or _service("beat")["deploy"].get("replicas", 1) == 1
     dockerignore = (ROOT / ".dockerignore").read_text().split()
     assert ".venv" in dockerignore and "db.sqlite3" in dockerignore
+
+
+def test_every_queue_has_a_worker_and_models_have_their_own():
+    """Each queue tasks are sent to is consumed by a compose worker, and the risk models' queue
+    by a worker of its own (a relearn must not hold the workers uploads and audits wait for)."""
+    from django.conf import settings
+
+    consumed = {}
+    for name, service in COMPOSE["services"].items():
+        for argv in _steps(service.get("command") or ["true"]):
+            if argv[:4] == ["celery", "-A", "worker", "worker"]:
+                assert "-Q" in argv, f"{name} must name its queues (-Q)"
+                consumed[name] = set(argv[argv.index("-Q") + 1].split(","))
+    sent_to = {settings.CELERY_TASK_DEFAULT_QUEUE,
+               *(route["queue"] for route in settings.CELERY_TASK_ROUTES.values())}
+    assert sent_to <= set().union(*consumed.values()), consumed
+    models = [name for name, queues in consumed.items() if settings.GUARD_MODEL_QUEUE in queues]
+    assert models and all(consumed[name] == {settings.GUARD_MODEL_QUEUE} for name in models)
 
 
 def test_the_first_admin_can_be_created_by_a_command(db):
