@@ -211,7 +211,8 @@ def test_odd_input_is_refused_cleanly_not_with_a_server_error(world):
     labeler = alice.post("w/acme/labelers", {"atom": "a", "kind": "regex",
                                              "config": {"path": "output\x00", "pattern": "x"}})
     assert (labeler.status_code, labeler.json()["field"]) == (422, "config.path")
-    assert alice.get("w/ac%00me/rules").status_code == 404
+    nul_in_path = alice.get("w/ac%00me/rules")  # the boundary's: tests/web/test_boundary_paths
+    assert (nul_in_path.status_code, nul_in_path.json()["field"]) == (400, "slug")
 
 
 def test_a_compile_error_reads_without_the_rule_name(world):
