@@ -55,6 +55,7 @@ GOAL_HEALTHZ_P99_MS = 50.0
 GOAL_GUARD_P99_MS = 20.0
 WAIT_SECONDS = 30
 REQUEST_TIMEOUT = 10  # a measured request not answered by then counts as status 0
+SETTLE_SECONDS = 5.0
 
 SETTINGS_MODULE = '''
 from studio.settings import *  # noqa: F401,F403
@@ -301,7 +302,7 @@ def main() -> int:
         deadline = time.time() + 60
         while polls.in_flight < args.polls and time.time() < deadline:
             time.sleep(0.1)
-        time.sleep(1.0)  # every poll past its checks and waiting
+        time.sleep(SETTLE_SECONDS)  # every poll past its checks (auth, read, count) and waiting
         returned_before = polls.returned
         busy = _phase(port, tokens[0], args.rate, args.seconds, args.clients, polls)
         returned_during = polls.returned - returned_before
