@@ -232,14 +232,14 @@ class Abstraction:
     def valid_transitions(self, states: Sequence[AbstractState]) -> sp.csr_matrix:
         """The states x states matrix of valid transitions (1 where valid).
 
-        For each candidate label set, every state's successor is worked out at once: each rule's
-        configurations are numbered, the rule's step under that label set becomes a table from
-        numbers to numbers (one per rule and part of the label set the rule reads, so label sets
-        that differ only in what a rule ignores share it), and each successor is found among the
-        states with the same picked atoms by a hash of its numbers, then checked exactly, all in
-        numpy.  Each rule steps once per (configuration, atoms it reads), not once per (state,
-        label set), and no state is built per candidate: a model of 10^4 states finds its
-        valid transitions in seconds."""
+        For each candidate label set, every state's successor is worked out at once, in numpy:
+        each rule's configurations are numbered, states sharing every rule's configuration are
+        one row, the rule's step under the label set becomes a table from numbers to numbers
+        (kept per part of the labels the rule reads: label sets that differ elsewhere share
+        it), and each row's successor is found among the states with the same picked atoms by a
+        hash of its numbers, then checked exactly.  Each rule steps once per (configuration,
+        atoms it reads), and no state is built per candidate: 53,000 states (10^7 valid
+        transitions) take seconds."""
         n = len(states)
         rules = len(self.rules)
         sources: list[np.ndarray] = []
@@ -264,16 +264,21 @@ class Abstraction:
             hashes = table @ weights[0] + violated @ weights[1]   # wraps: fine for a hash
             receivers = {labels: _Receivers(np.asarray(found, dtype=np.int64), hashes)
                          for labels, found in _step_states_by_labels(states).items()}
-            moving_table = table[moving]
+            # A successor depends only on the monitors' configurations, so states that share
+            # theirs (and differ in atoms or flags) are stepped once, as one row.
+            rows_table, row_of = np.unique(table[moving], axis=0, return_inverse=True)
+            row_of = row_of.ravel()
+            by_row = np.argsort(row_of, kind="stable")
+            row_bounds = np.searchsorted(row_of[by_row], np.arange(len(rows_table) + 1))
             columns: list[dict] = [{} for _ in range(rules)]
             for labels in self.candidate_label_sets(states):
                 group = receivers.get(tuple(t for t in labels if t in self.picked))
                 if group is None:
                     continue
-                # Per rule, the moving states' step under the part of the labels it reads
-                # (kept: label sets differing elsewhere share it), summed into their hashes.
+                # Per rule, each row's step under the part of the labels it reads (kept: label
+                # sets differing elsewhere share it), summed into the successors' hashes.
                 steps = [self._rule_step_column(r, labels, configs[r], numbers[r],
-                                                moving_table[:, r], weights[:, r], columns[r])
+                                                rows_table[:, r], weights[:, r], columns[r])
                          for r in range(rules)]
                 candidate_hashes = steps[0].hash_part.copy()
                 possible = steps[0].known.copy()
@@ -292,11 +297,17 @@ class Abstraction:
                         found = np.concatenate([found, [j for _, j in extra]]).astype(np.int64)
                 exact = np.ones(len(rows), dtype=bool)
                 for r, step in enumerate(steps):
-                    sources_config = moving_table[rows, r]
-                    exact &= ((table[found, r] == step.step_to[sources_config])
-                              & (violated[found, r] == step.step_violates[sources_config]))
-                sources.append(moving[rows[exact]])
-                targets.append(found[exact])
+                    config = rows_table[rows, r]
+                    exact &= ((table[found, r] == step.step_to[config])
+                              & (violated[found, r] == step.step_violates[config]))
+                rows, found = rows[exact], found[exact]
+                # Every state of a matched row moves to the row's successor.
+                starts = row_bounds[rows]
+                counts = row_bounds[rows + 1] - starts
+                shift = np.repeat(starts - (np.cumsum(counts) - counts), counts)
+                members = by_row[shift + np.arange(int(counts.sum()))]
+                sources.append(moving[members])
+                targets.append(np.repeat(found, counts))
         if self.end_of_session:
             index = {s: i for i, s in enumerate(states)}
             ends_from, ends_to = [], []
@@ -340,12 +351,12 @@ class Abstraction:
 @dataclass(frozen=True)
 class _RuleStep:
     """One rule's step under one part of the labels: per configuration of the rule, and its
-    share of each moving state's successor."""
+    share of the successor of each row of configurations (states that can move)."""
 
     step_to: np.ndarray         # per configuration, the number of the one it moves to (-1: one
     step_violates: np.ndarray   # no state has), and 1 where the step violates the rule
-    known: np.ndarray           # per moving state: its successor's configuration is numbered
-    hash_part: np.ndarray       # per moving state: the rule's share of the successor's hash
+    known: np.ndarray           # per row: its successor's configuration is numbered
+    hash_part: np.ndarray       # per row: the rule's share of the successor's hash
 
 
 def _hash_weights(rules: int) -> np.ndarray:
