@@ -745,7 +745,9 @@ def draw_result_ids(count: int) -> list[int]:
 
 def copy_result_texts(results_text: str, violations_text: str) -> None:
     """Postgres: COPY results and their violations from ``copy_texts``' texts."""
-    with connection.cursor() as cursor:
+    # COPY goes to psycopg directly: without the wrapper a lost connection raises psycopg's
+    # error, which the batch's "lost connection: run again, no attempt spent" rule never sees.
+    with connection.wrap_database_errors, connection.cursor() as cursor:
         for table, columns, text in (
                 (SessionResult._meta.db_table, RESULT_COLUMNS, results_text),
                 (ViolationRecord._meta.db_table, VIOLATION_COLUMNS, violations_text)):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from datetime import timedelta
 
+import psycopg
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import OperationalError, connection
@@ -98,6 +99,45 @@ def test_a_connection_postgres_terminates_mid_batch_is_retried_on_a_new_one(monk
 
     batch.refresh_from_db()
     assert len(calls) == 2 and batch.attempts == 1 and batch.status == BatchStatus.DONE
+
+
+@pytest.mark.django_db(transaction=True)
+@override_settings(AUDIT_MAX_ATTEMPTS=1)
+def test_a_connection_lost_during_the_results_copy_is_retried_without_spending_an_attempt(
+        monkeypatch):
+    # COPY talks to psycopg directly; its lost-connection error must still read as one.
+    if connection.vendor != "postgresql":
+        pytest.skip("terminates a Postgres backend during COPY")
+    from worker.audits import run_audit_batch
+
+    team = make_team()
+    add_rules(team, RULES[:3])
+    add_sessions(team, random_sessions(seed=5, count=4, high=6))
+    real_copy = services.copy_result_texts
+    copies = []
+
+    def copy_on_a_dying_connection(*texts):
+        copies.append(1)
+        if len(copies) == 1:  # killed from outside, so the COPY is what meets the loss
+            pid = connection.connection.info.backend_pid
+            settings = connection.settings_dict
+            with psycopg.connect(host=settings["HOST"] or None, port=settings["PORT"] or None,
+                                 user=settings["USER"], dbname=settings["NAME"],
+                                 password=settings["PASSWORD"] or None,
+                                 autocommit=True) as killer:
+                killer.execute("SELECT pg_terminate_backend(%s)", [pid])
+        return real_copy(*texts)
+
+    monkeypatch.setattr(services, "copy_result_texts", copy_on_a_dying_connection)
+    monkeypatch.setattr(services, "_enqueue", lambda run_id, ids: None)
+    run = services.start_audit(team.workspace, None, None, team.auditor)
+    batch = run.batches.get()
+
+    assert run_audit_batch.delay(batch.id).get() == "done"
+
+    batch.refresh_from_db()
+    assert len(copies) == 2 and batch.attempts == 1 and batch.status == BatchStatus.DONE
+    assert SessionResult.objects.filter(batch=batch).count() == 4 * 3
 
 
 @override_settings(AUDIT_MAX_ATTEMPTS=2, AUDIT_STALL_SECONDS=0.2)
