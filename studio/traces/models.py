@@ -173,9 +173,9 @@ class VocabularyEntry(models.Model):
     ``events`` how many stored events showed it there, ``examples`` up to five distinct values
     they held (paths only).  Added to as uploads are parsed and live events arrive, one upsert
     per batch that adds its counts (``studio.traces.vocabulary.record``); recounted from the
-    stored events by ``manage.py rebuild_vocabulary`` (after an erasure the counts are high, and
-    the examples may hold erased values, until then).  A path seen holding several JSON types
-    has one row per type."""
+    stored events by ``manage.py rebuild_vocabulary``.  An erasure subtracts what the erased
+    events counted and drops their examples in its own transaction (``studio.traces.erasure``),
+    then recounts after commit.  A path seen holding several JSON types has one row per type."""
 
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE,
                                   related_name="vocabulary")

@@ -115,11 +115,13 @@ class AppendOnlyQuerySet(models.QuerySet):
 
 
 class AuditLogEntry(models.Model):
-    """Who did what, when (UTC).  Append-only: rows are never changed or deleted.
+    """Who did what, when (UTC).  Append-only: rows are never deleted, and changed only to
+    redact erased data.
 
     The model refuses ``save`` on an existing row and ``delete``, its queryset refuses
-    ``update`` and ``delete``, and on Postgres a trigger refuses UPDATE and DELETE (migration
-    0002), so not even raw SQL rewrites history.
+    ``update`` and ``delete``, and on Postgres a trigger refuses DELETE and every UPDATE but
+    one: values of ``details`` replaced by ``"[erased]"``, nothing else changed (migrations 0002
+    and 0007, ``studio.workspaces.redaction``), so not even raw SQL rewrites history.
     """
 
     workspace = models.ForeignKey(Workspace, on_delete=models.PROTECT, related_name="log")
