@@ -136,4 +136,18 @@ def test_an_ordinary_path_with_non_ascii_text_passes_the_boundary(world, admin_c
     assert response.status_code == 404, response.content
 
 
+def test_under_asgi_nul_in_the_guard_poll_path_is_refused_the_same(db):
+    # Production serves through ASGI (the guard's waiting polls are async): the boundary's
+    # async path refuses the same, before the poll could wait.
+    from asgiref.sync import async_to_sync
+    from django.test import AsyncClient
+
+    async def poll():
+        return await AsyncClient().get("/api/w/acme/live/sessions/a%00b/guard/1?wait=30")
+
+    response = async_to_sync(poll)()
+    assert response.status_code == 400
+    assert response.json()["field"] == "session_id"
+
+
 from tests.api.world import world  # noqa: E402,F401
