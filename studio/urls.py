@@ -1,4 +1,6 @@
+from django.conf import settings
 from django.contrib import admin
+from django.contrib.staticfiles.urls import staticfiles_urlpatterns
 from django.urls import include, path
 
 from studio.api.urls import api
@@ -15,3 +17,6 @@ urlpatterns = [
     path("v1/", include("studio.live.urls")),  # OTLP/HTTP: /v1/traces
     path("", include("studio.web.urls")),
 ]
+
+if settings.DEBUG:  # runserver serves static files itself; uvicorn (docker-compose) needs this
+    urlpatterns += staticfiles_urlpatterns()

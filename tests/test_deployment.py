@@ -88,6 +88,9 @@ def test_each_program_a_service_starts_exists_in_its_image(name):
         elif program == "celery":
             assert "celery" in dependencies  # installed with the project: the `celery` script
             assert argv[1:3] == ["-A", "worker"] and argv[3] in ("worker", "beat"), argv
+        elif program == "uvicorn":
+            assert "uvicorn" in dependencies
+            assert argv[1] == "studio.asgi:application", argv
         else:
             pytest.fail(f"{name} runs {program!r}, which the image does not provide")
 
