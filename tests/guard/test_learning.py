@@ -574,6 +574,26 @@ def test_relearning_coalesces_whatever_happens_in_between(team, operations):
 WORKER_REDIS = "redis://127.0.0.1:6379/13"
 
 
+def _real_services_or_skip() -> None:
+    """Postgres (the worker shares the test database) and Redis, or the test is skipped - and
+    fails under CI=true, where they must be there."""
+    reason = None
+    if connection.vendor != "postgresql":
+        reason = "needs Postgres: the worker must share the test database"
+    else:
+        try:
+            import redis
+
+            redis.Redis.from_url(WORKER_REDIS, socket_connect_timeout=1,
+                                 socket_timeout=2).ping()
+        except Exception as exc:  # noqa: BLE001 - any failure means no usable Redis
+            reason = f"needs Redis at {WORKER_REDIS} for a real Celery worker ({exc})"
+    if reason is not None:
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"CI: {reason}")
+        pytest.skip(reason)
+
+
 def worker_env(queue: str) -> dict:
     from tests.audits.test_worker_kill import _database_url
 
@@ -585,12 +605,9 @@ def worker_env(queue: str) -> dict:
 @pytest.mark.django_db(transaction=True)
 def test_the_task_learns_on_a_real_worker(tmp_path):
     """``request_model`` in a process with a broker, the task run by a ``celery worker``
-    (Postgres and Redis needed: skipped without them, like the audits' worker test)."""
-    if connection.vendor != "postgresql":
-        pytest.skip("needs Postgres: the worker must share the test database")
-    from tests.audits.test_worker_kill import Workers, _database_url, _redis_or_skip
-
-    _redis_or_skip()
+    (Postgres and Redis needed: skipped without them, failed under CI=true)."""
+    _real_services_or_skip()
+    from tests.audits.test_worker_kill import Workers
     team = make_team("worker")
     for name, formula in RULES:
         add_rule(team, name, formula)
@@ -654,13 +671,10 @@ def test_edits_in_quick_succession_learn_at_most_twice_on_a_real_worker(tmp_path
     real worker with two processes on the models queue: at most two relearns run (the one the
     first edit started and one follow-up), never at the same time, and the final model is for
     the last edit."""
-    if connection.vendor != "postgresql":
-        pytest.skip("needs Postgres: the worker must share the test database")
+    _real_services_or_skip()
     from bench.workloads import RULES_20, agent_events
     from tests.audits.helpers import copy_sessions
-    from tests.audits.test_worker_kill import Workers, _redis_or_skip
-
-    _redis_or_skip()
+    from tests.audits.test_worker_kill import Workers
     team = make_team("edits")
     for name, formula in RULES_20:
         add_rule(team, name, formula)
