@@ -77,8 +77,8 @@ class AuditRun(models.Model):
 def erasure_notice(entry: dict) -> str:
     from datetime import datetime
 
-    def count(n: int, noun: str) -> str:
-        return f"{n:,} {noun}{'' if n == 1 else 's'}"
+    def count(n: int, noun: str, plural: str | None = None) -> str:
+        return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
 
     when = datetime.fromisoformat(entry["at"]).strftime("%Y-%m-%d %H:%M UTC")
     if entry.get("kind") == "session":
@@ -94,8 +94,8 @@ def erasure_notice(entry: dict) -> str:
                "none of this run's results had been computed from it")
     again = entry.get("recomputed_batches", 0)
     if again:
-        removed += (f"; {count(again, 'batch')} of this run computing while it was erased "
-                    f"{'was' if again == 1 else 'were'} computed again without its events")
+        removed += (f"; {count(again, 'batch', 'batches')} of this run computing while it was "
+                    f"erased {'was' if again == 1 else 'were'} computed again without its events")
     return f"{what} was erased on {when} {who}{why}; {removed}."
 
 
