@@ -16,6 +16,7 @@ from django.utils import timezone
 from studio.api.core import PermissionDenied, ServiceError
 from studio.traces.erasure import hold_off_erasures
 from studio.traces.models import Event, TraceSession
+from studio.workspaces.acting import acting_user
 from studio.workspaces.models import Membership, Role
 from studio.workspaces.services import record
 
@@ -32,16 +33,11 @@ from .services import compute_batch, insert_provenance, insert_results, prepared
 ATOM_MAX = 200
 
 
-def _user_of(actor):
-    user = getattr(actor, "user", actor)
-    return user if getattr(user, "is_authenticated", False) else None
-
-
 def _check_auditor(workspace, actor) -> None:
     if hasattr(actor, "roles_in"):
         roles = actor.roles_in(workspace) or set()
     else:
-        user = _user_of(actor)
+        user = acting_user(actor)
         roles = set(Membership.objects.filter(workspace=workspace, user=user)
                     .values_list("role", flat=True)) if user is not None else set()
     if Role.AUDITOR not in roles:
@@ -90,7 +86,7 @@ def correct_label(run: AuditRun, session: TraceSession, step: int, atom: str,
             correction, _ = LabelCorrection.objects.update_or_create(
                 event=event, atom=atom,
                 defaults={"workspace": workspace, "value": value,
-                          "corrected_by": _user_of(actor), "corrected_at": timezone.now()})
+                          "corrected_by": acting_user(actor), "corrected_at": timezone.now()})
         record(workspace, actor, "label.corrected" if value is not None else
                "label.correction_removed", event, session=session.external_id,
                session_id=session.id, step=step, atom=atom, value=value,

@@ -24,6 +24,7 @@ from django.utils import timezone
 from studio.api.core import ServiceError
 from studio.rules.models import Rule
 from studio.traces.models import TraceSession
+from studio.workspaces.acting import acting_user
 from studio.workspaces.services import record
 
 from .models import GroundTruth
@@ -279,8 +280,7 @@ def store_labels(workspace, items: Iterable[Label | LineError], source: str, for
                 item.line, f"session {item.session[:80]!r}, rule {item.rule[:80]!r} was labelled "
                            f"differently on line {earlier.line}; that line is kept"))
     result.errors.sort(key=lambda e: e.line)
-    user = getattr(by, "user", by)
-    user = user if getattr(user, "is_authenticated", False) else None
+    user = acting_user(by)
     now = timezone.now()
     labels = list(first.values())
     with transaction.atomic():

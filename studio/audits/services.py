@@ -71,6 +71,7 @@ from studio.traces.erasure import hold_off_erasures
 from studio.traces.formats.base import fast_loads
 from studio.traces.models import Event, TraceSession, UploadStatus
 from studio.traces.models import monitor_event as traces_monitor_event
+from studio.workspaces.acting import acting_user
 from studio.workspaces.services import record
 
 from .models import (
@@ -189,7 +190,7 @@ def create_run(workspace, rule_set, upload, versions, snapshot: list[dict], by,
             hold_off_erasures(workspace.id)
         run = AuditRun.objects.create(
             workspace=workspace, rule_set=rule_set, upload=upload, labelers=snapshot,
-            created_by=_user_of(by), sessions_total=len(session_ids), batches_total=len(chunks),
+            created_by=acting_user(by), sessions_total=len(session_ids), batches_total=len(chunks),
             sessions_done=len(ready), batches_done=len(ready_chunks),
             status=RunStatus.QUEUED if waiting else RunStatus.DONE,
             finished_at=None if waiting else now)
@@ -320,11 +321,6 @@ def _enqueue(run_id: int, batch_ids: list[int]) -> None:
         message = queue_unavailable_message(run_id)
         AuditRun.objects.filter(pk=run_id).update(error=message)
         raise QueueUnavailable(message) from None
-
-
-def _user_of(by):
-    user = getattr(by, "user", by)
-    return user if getattr(user, "is_authenticated", False) else None
 
 
 # ---------------------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from studio.rules.models import RuleVersion, VersionStatus
 from studio.rules.monitoring import labeler_snapshot, ruleset_for
 from studio.rules.sampling import formula_flags
 from studio.traces.models import TraceSession, Upload
+from studio.workspaces.acting import acting_user
 from studio.workspaces.services import record
 
 from .compare import compare_versions
@@ -84,17 +85,12 @@ def start_impact(version: RuleVersion, by, scope: str = ImpactScope.ALL,
         check = ImpactCheck.objects.create(
             workspace=workspace, version=version, baseline=baseline, run=run, scope=scope,
             upload=upload, sample_size=len(sessions) if scope == ImpactScope.SAMPLE else None,
-            sessions_available=len(stored), created_by=_user(by), formula=version.formula,
+            sessions_available=len(stored), created_by=acting_user(by), formula=version.formula,
             counting=version.counting)
         record(workspace, by, "rule_version.impact_started", version, rule=rule.name,
                number=version.number, baseline=baseline.number if baseline else None,
                run=run.id, scope=scope, sessions=len(sessions), stored=len(stored))
     return check
-
-
-def _user(by):
-    user = getattr(by, "user", by)
-    return user if getattr(user, "is_authenticated", False) else None
 
 
 def latest_check(version: RuleVersion) -> ImpactCheck | None:

@@ -21,6 +21,7 @@ from studio.logic import data_review, review
 from studio.logic.parser import FormulaSyntaxError, parse
 from studio.monitor import RuleError, RuleSet
 from studio.rules.models import Rule, RuleVersion
+from studio.workspaces.acting import acting_user
 from studio.workspaces.services import record
 
 from .models import Expectation, RuleCase
@@ -29,11 +30,6 @@ NAME_MAX = 200
 # As the review aids search (studio.rules.authoring).
 REVIEW_LENGTH = 10
 DATA_STATE_CAP = 20_000
-
-
-def _user(actor):
-    user = getattr(actor, "user", actor) if actor is not None else None
-    return user if getattr(user, "is_authenticated", False) else None
 
 
 def reads_of(rule: Rule) -> pure.Reads:
@@ -76,7 +72,7 @@ def add_case(rule: Rule, actor, name: str, expect: str, steps: Any,
              at_step: int | None = None, source: dict | None = None) -> RuleCase:
     fields = _clean(rule, name, expect, steps, at_step)
     case = RuleCase.objects.create(rule=rule, source=source or {"kind": "hand"},
-                                   created_by=_user(actor), **fields)
+                                   created_by=acting_user(actor), **fields)
     record(rule.workspace, actor, "rule_case.created", case, rule=rule.name, rule_id=rule.id,
            name=case.name, expect=case.expect, at_step=case.at_step, source=case.source,
            steps=len(case.steps))
@@ -105,7 +101,7 @@ def change_case(case: RuleCase, actor, name: str | None = None, expect: str | No
     for key, value in fields.items():
         setattr(case, key, value)
     case.changes = [*case.changes, {"at": timezone.now().isoformat(),
-                                    "by": getattr(_user(actor), "username", None),
+                                    "by": getattr(acting_user(actor), "username", None),
                                     "changed": changed, "reason": reason}]
     case.save()
     record(case.rule.workspace, actor, "rule_case.changed", case, rule=case.rule.name,

@@ -57,6 +57,7 @@ from studio.risk.predictor import RiskModel, Traces
 from studio.rules.models import RuleVersion
 from studio.rules.monitoring import ruleset_for
 from studio.traces.models import TraceSession
+from studio.workspaces.acting import acting_user
 from studio.workspaces.models import Workspace
 from studio.workspaces.services import record
 
@@ -85,11 +86,6 @@ class NothingToLearn(ServiceError):
 def key_of(versions) -> list[list]:
     """Rule versions as ``Context.versions_key`` lists them: ``[[rule, version id], ...]``."""
     return [[str(rule), int(version_id)] for rule, version_id in versions]
-
-
-def _user_of(actor):
-    user = getattr(actor, "user", actor)
-    return user if getattr(user, "is_authenticated", False) else None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -163,7 +159,7 @@ def request_model(workspace: Workspace, actor=None, reason: str = "on demand",
     if not key:
         raise NothingToLearn("no approved rule is monitored live, so there is no model to "
                              "learn; approve a rule (or mark a rule set live) first")
-    user = _user_of(actor)
+    user = acting_user(actor)
     with transaction.atomic():
         # One request (or finishing task) at a time per workspace decides what is learned.
         Workspace.objects.select_for_update().filter(pk=workspace.pk).first()

@@ -33,6 +33,7 @@ from studio.risk.guard import ALLOW, ASK_HUMAN, STOP, Assessment, Policy, Policy
 from studio.risk.predictor import ANY_RULE
 from studio.risk.sampling import sample_risk
 from studio.rules.models import RuleSet
+from studio.workspaces.acting import acting_user
 from studio.workspaces.models import Role, Workspace
 from studio.workspaces.services import record
 
@@ -74,11 +75,10 @@ def set_policy(ruleset: RuleSet, data: Any, actor=None) -> Policy:
         policy = Policy.from_json(data, _rules_of(ruleset))
     except PolicyError as exc:
         raise ServiceError(exc.message, field=exc.field, status=422) from None
-    from studio.rules.services import _user_of
-
     with transaction.atomic():
         GuardPolicy.objects.update_or_create(
-            ruleset=ruleset, defaults={"policy": policy.to_json(), "updated_by": _user_of(actor)})
+            ruleset=ruleset,
+            defaults={"policy": policy.to_json(), "updated_by": acting_user(actor)})
         record(workspace, actor, "guard_policy.set", ruleset, ruleset=ruleset.name,
                policy=policy.to_json())
     forget_policies()
@@ -469,7 +469,7 @@ def pending_decisions(workspace: Workspace, limit: int = PENDING_PAGE,
 def resolve(workspace: Workspace, pk: int, actor, approve: bool, note: str = "") -> GuardDecision:
     """A reviewer approves (the agent may go ahead: ``allow``) or denies (``stop``) a pending
     decision; recorded in the audit log.  An answered or expired one is a conflict (409)."""
-    from studio.rules.services import _roles_of, _user_of
+    from studio.rules.services import _roles_of
 
     if Role.REVIEWER not in _roles_of(workspace, actor):
         raise PermissionDenied("only reviewers answer the guard's questions")
@@ -486,7 +486,7 @@ def resolve(workspace: Workspace, pk: int, actor, approve: bool, note: str = "")
         elif was == DecisionStatus.PENDING:
             row.status = DecisionStatus.APPROVED if approve else DecisionStatus.DENIED
             row.decision = ALLOW if approve else STOP
-            row.decided_by = _user_of(actor)
+            row.decided_by = acting_user(actor)
             row.decided_at = timezone.now()
             row.note = note.strip()
             row.save(update_fields=["status", "decision", "decided_by", "decided_at", "note"])

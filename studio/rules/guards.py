@@ -14,11 +14,12 @@ from django.db import IntegrityError, transaction
 
 from studio.api.core import Conflict, PermissionDenied, ServiceError
 from studio.causal import CplSyntaxError, parse_cpl
+from studio.workspaces.acting import acting_user
 from studio.workspaces.models import Role, Workspace
 from studio.workspaces.services import record
 
 from .models import CausalGuard
-from .services import _roles_of, _user_of
+from .services import _roles_of
 
 NAME_MAX = 100
 OWNER_MAX = 200
@@ -98,7 +99,7 @@ def create_guard(workspace: Workspace, actor, name: str, cpl: str, owner: str = 
         with transaction.atomic():
             guard = CausalGuard.objects.create(workspace=workspace, name=name, cpl=cpl,
                                                owner=owner, description=description or "",
-                                               created_by=_user_of(actor))
+                                               created_by=acting_user(actor))
     except IntegrityError:  # declared concurrently under the same name
         raise _name_conflict(workspace, name) from None
     record(workspace, actor, "causal_guard.created", guard, name=name, cpl=cpl, owner=owner)

@@ -25,6 +25,7 @@ from studio.logic.parser import FormulaSyntaxError, parse
 from studio.logic.progression import nnf
 from studio.monitor import RuleError, compile_rule
 from studio.monitor.verdicts import CountingError, check_counting, default_counting
+from studio.workspaces.acting import acting_token, acting_user
 from studio.workspaces.models import Membership, Role, Workspace
 from studio.workspaces.services import record
 
@@ -39,21 +40,10 @@ ACKNOWLEDGEMENT_MAX = 2000
 # ---------------------------------------------------------------------------------------------
 # Who is acting
 
-def _user_of(actor):
-    user = getattr(actor, "user", actor) if actor is not None else None
-    if user is None and getattr(actor, "token", None) is not None:
-        user = actor.token.created_by  # a token acts for the person who made it
-    return user if getattr(user, "is_authenticated", False) else None
-
-
-def _token_of(actor):
-    return getattr(actor, "token", None)
-
-
 def _roles_of(workspace: Workspace, actor) -> set[str]:
     if hasattr(actor, "roles_in"):
         return actor.roles_in(workspace) or set()
-    user = _user_of(actor)
+    user = acting_user(actor)
     if user is None:
         return set()
     return set(Membership.objects.filter(workspace=workspace, user=user)
@@ -62,7 +52,7 @@ def _roles_of(workspace: Workspace, actor) -> set[str]:
 
 def _same_person(version: RuleVersion, actor) -> bool:
     """Whether ``actor`` wrote ``version``, as a person or through the same token."""
-    user, token = _user_of(actor), _token_of(actor)
+    user, token = acting_user(actor), acting_token(actor)
     if user is not None and version.author_id is not None and version.author_id == user.pk:
         return True
     return token is not None and version.author_token_id == token.pk
@@ -165,13 +155,13 @@ def create_rule(workspace: Workspace, actor, name: str, formula: str, descriptio
     try:
         with transaction.atomic():
             rule = Rule.objects.create(workspace=workspace, name=name, description=description,
-                                       created_by=_user_of(actor))
+                                       created_by=acting_user(actor))
     except IntegrityError:  # created concurrently under the same name
         raise Conflict(f"workspace {workspace.slug!r} already has a rule named {name!r}",
                        field="name") from None
     version = RuleVersion.objects.create(rule=rule, number=1, formula=formula, english=english,
-                                         counting=counting, author=_user_of(actor),
-                                         author_token=_token_of(actor))
+                                         counting=counting, author=acting_user(actor),
+                                         author_token=acting_token(actor))
     record(workspace, actor, "rule.created", rule, name=name)
     record(workspace, actor, "rule_version.created", version, rule=name, number=1,
            formula=formula, counting=counting)
@@ -223,7 +213,8 @@ def new_version(rule: Rule, actor, formula: str | None = None,
     number = (rule.versions.aggregate(n=Max("number"))["n"] or 0) + 1
     version = RuleVersion.objects.create(rule=rule, number=number, formula=formula,
                                          english=english or "", counting=counting,
-                                         author=_user_of(actor), author_token=_token_of(actor))
+                                         author=acting_user(actor),
+                                         author_token=acting_token(actor))
     record(rule.workspace, actor, "rule_version.created", version, rule=rule.name,
            number=number, formula=formula, counting=counting)
     _check_cases(version, actor)
@@ -328,8 +319,8 @@ def _review(version: RuleVersion, actor, outcome: str, comment: str) -> RuleVers
                        "only versions in review are approved or rejected", field="status")
     now = timezone.now()
     version.status = outcome
-    version.reviewer = _user_of(actor)
-    version.reviewer_token = _token_of(actor)
+    version.reviewer = acting_user(actor)
+    version.reviewer_token = acting_token(actor)
     version.reviewed_at = now
     version.review_comment = comment
     version.save(update_fields=["status", "reviewer", "reviewer_token", "reviewed_at",

@@ -53,6 +53,7 @@ from studio.audits.models import (
     SessionResult,
     ViolationRecord,
 )
+from studio.workspaces.acting import acting_token, acting_user
 from studio.workspaces.models import Workspace
 from studio.workspaces.services import record
 
@@ -269,10 +270,10 @@ def _unfinished_runs_covering(workspace: Workspace, touched: QuerySet) -> set[in
 
 
 def _name_of(by) -> str | None:
-    user = getattr(by, "user", by)
-    if user is not None and getattr(user, "is_authenticated", False):
+    user = acting_user(by, through_token=False)
+    if user is not None:
         return user.get_username()
-    token = getattr(by, "token", None)
+    token = acting_token(by)
     return f"token {token.name}" if token is not None else None
 
 

@@ -54,6 +54,7 @@ from django.utils import timezone
 
 from studio.api.core import Conflict, ServiceError
 from studio.bulkwork import fewer_collections
+from studio.workspaces.acting import acting_user
 from studio.workspaces.models import Workspace
 from studio.workspaces.services import record
 
@@ -160,9 +161,10 @@ def create_upload(workspace: Workspace, file, format: str, options: dict | None 
         try:
             with transaction.atomic():
                 upload = Upload.objects.create(
-                    workspace=workspace, uploaded_by=_user(by), filename=filename, format=format,
-                    options=options, sha256=sha256, size=size, stored_path=str(relative),
-                    audit_requested=audit, audit_rule_set=rule_set if audit else None)
+                    workspace=workspace, uploaded_by=acting_user(by), filename=filename,
+                    format=format, options=options, sha256=sha256, size=size,
+                    stored_path=str(relative), audit_requested=audit,
+                    audit_rule_set=rule_set if audit else None)
                 record(workspace, by, "upload.created", upload, filename=filename, format=format,
                        sha256=sha256, size=size, audit=audit,
                        rule_set=rule_set.name if audit and rule_set is not None else None)
@@ -177,11 +179,6 @@ def create_upload(workspace: Workspace, file, format: str, options: dict | None 
     finally:
         if temporary is not None:
             temporary.unlink(missing_ok=True)
-
-
-def _user(actor):
-    user = getattr(actor, "user", actor)
-    return user if getattr(user, "pk", None) and getattr(user, "is_authenticated", False) else None
 
 
 def _check_auditable(workspace: Workspace, rule_set) -> None:

@@ -14,16 +14,15 @@ from django.utils.text import slugify
 from studio.labeling.llm import LLMConfig, LLMError
 
 from . import llm
+from .acting import acting_token, acting_user
 from .models import (ApiToken, AuditLogEntry, LLMEndpoint, Membership, Role, WebhookSecret,
                      Workspace)
 
 
 def record(workspace: Workspace, actor, action: str, target=None, **details) -> AuditLogEntry:
-    """Append to the workspace's audit log.  ``actor`` is an api.core.Actor, a user or None."""
-    user = getattr(actor, "user", actor) if actor is not None else None
-    token = getattr(actor, "token", None)
-    if user is not None and not getattr(user, "is_authenticated", False):
-        user = None
+    """Append to the workspace's audit log.  ``actor`` is an api.core.Actor, a user or None;
+    a token's entry names the token, not its creator."""
+    user, token = acting_user(actor, through_token=False), acting_token(actor)
     return AuditLogEntry.objects.create(
         workspace=workspace, actor=user, actor_token=token, action=action,
         target_type=type(target).__name__.lower() if target is not None else "",
@@ -194,8 +193,8 @@ def remove_member(workspace: Workspace, user, by=None) -> None:
 
 def may_manage_token(token: ApiToken, by) -> bool:
     """Admins manage every token of their workspace; anyone else only the tokens they made."""
-    user = getattr(by, "user", by)
-    if not getattr(user, "pk", None):
+    user = acting_user(by, through_token=False)
+    if user is None:
         return False
     return token.created_by_id == user.pk or Role.ADMIN in roles_of(token.workspace, user)
 
@@ -217,8 +216,8 @@ def create_token(workspace: Workspace, name: str, roles: list[str],
     if not roles:
         raise ServiceError("a token without roles could do nothing: choose at least one role",
                            field="roles", status=422)
-    user = getattr(by, "user", by)
-    if not getattr(user, "pk", None):
+    user = acting_user(by, through_token=False)
+    if user is None:
         # A token acts with the roles its creator holds now: without a creator it would act
         # with none.
         raise PermissionDenied("tokens are created by a signed-in person")
@@ -318,8 +317,7 @@ def set_llm_endpoint(workspace: Workspace, base_url: str, model: str, key_source
     if before == after and not key_changed:
         return endpoint
     endpoint.base_url, endpoint.model, endpoint.key_source = base_url, model, key_source
-    user = getattr(by, "user", by)
-    endpoint.updated_by = user if getattr(user, "pk", None) else None
+    endpoint.updated_by = acting_user(by)
     endpoint.save()
     record(workspace, by, "llm_endpoint.set", endpoint, before=before, after=after,
            key_changed=key_changed)
