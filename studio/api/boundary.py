@@ -34,7 +34,8 @@ from django.template.loader import render_to_string
 from django.urls import Resolver404, resolve
 from ninja.parser import Parser
 
-from .core import ServiceError, text_problem
+from studio.errors import ServiceError
+from studio.storable import text_problem
 
 # Deeper than any log or setting needs (an OTLP export is about 12 levels), far below Python's
 # recursion limit, which the ORM, pydantic and json.dumps all walk into.

@@ -4,8 +4,10 @@ from django.http import Http404
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
+from studio.errors import ServiceError
+
 from .boundary import JsonParser
-from .core import AUTH, ServiceError
+from .core import AUTH
 
 api = NinjaAPI(title="Compliance Studio API", version="1", auth=AUTH, urls_namespace="api",
                docs_url="/docs", parser=JsonParser())

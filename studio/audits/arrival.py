@@ -40,7 +40,7 @@ import queue
 from django.conf import settings
 from django.db import transaction
 
-from studio.api.core import ServiceError
+from studio.errors import ServiceError
 from studio.labeling import LabelerConfigError
 from studio.logic.parser import FormulaSyntaxError
 from studio.monitor import RuleError

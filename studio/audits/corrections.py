@@ -13,7 +13,7 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
-from studio.api.core import PermissionDenied, ServiceError
+from studio.errors import PermissionDenied, ServiceError
 from studio.traces.erasure import hold_off_erasures
 from studio.traces.models import Event, TraceSession
 from studio.workspaces.acting import acting_user

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from django.db import transaction
 from django.utils import timezone
 
-from studio.api.core import ServiceError
+from studio.errors import ServiceError
 from studio.rules.models import Rule
 from studio.traces.models import TraceSession
 from studio.workspaces.acting import acting_user

@@ -52,7 +52,7 @@ from django.db import DatabaseError, InterfaceError, OperationalError, connectio
 from django.db.models import F
 from django.utils import timezone
 
-from studio.api.core import ServiceError
+from studio.errors import ServiceError
 from studio.bulkwork import fewer_collections
 from studio.labeling import LabelerConfigError, Labeling, labeling_from_snapshot
 from studio.labeling.llm import LLMError, config_from_env

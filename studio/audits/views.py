@@ -16,7 +16,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import urlencode
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
-from studio.api.core import ServiceError
+from studio.errors import ServiceError
 from studio.monitor.verdicts import VIOLATED
 from studio.rules.models import RuleSet
 from studio.traces.models import Upload, UploadStatus

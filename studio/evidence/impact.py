@@ -14,9 +14,9 @@ import random
 
 from django.db import transaction
 
-from studio.api.core import Conflict, ServiceError
 from studio.audits.models import AuditRun, RunStatus, ViolationRecord
 from studio.audits.services import audit_progress, create_run, pinned_labelers, upload_scope
+from studio.errors import Conflict, ServiceError
 from studio.labeling import LabelerConfigError, labeling_from_snapshot
 from studio.logic.parser import FormulaSyntaxError, parse
 from studio.monitor import RuleError

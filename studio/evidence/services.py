@@ -15,7 +15,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from studio.api.core import ServiceError
+from studio.errors import ServiceError
 from studio.logic import cases as pure
 from studio.logic import data_review, review
 from studio.logic.parser import FormulaSyntaxError, parse

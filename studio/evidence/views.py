@@ -12,8 +12,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
-from studio.api.core import ServiceError
 from studio.audits.models import AuditRun
+from studio.errors import ServiceError
 from studio.logic.cases import parse_table, table_text
 from studio.rules.models import Rule, VersionStatus
 from studio.traces.models import Upload

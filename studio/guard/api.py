@@ -21,7 +21,8 @@ from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from ninja import Field, Router, Schema
 
-from studio.api.core import Id, ServiceError, actor_of, workspace_for
+from studio.api.core import Id, actor_of, workspace_for
+from studio.errors import ServiceError
 from studio.live import intake
 from studio.live.api import _ERRORS, _answer, problem
 from studio.rules.models import RuleSet

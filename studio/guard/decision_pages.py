@@ -13,7 +13,7 @@ from django.http import HttpRequest
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST, require_safe
 
-from studio.api.core import PermissionDenied, ServiceError
+from studio.errors import PermissionDenied, ServiceError
 from studio.web.access import actor, workspace_page
 from studio.workspaces.models import Role
 

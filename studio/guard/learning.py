@@ -49,8 +49,8 @@ from django.conf import settings
 from django.db import models, transaction
 from django.utils import timezone
 
-from studio.api.core import ServiceError
 from studio.audits.services import _answered_in_groups, _events, monitor_event
+from studio.errors import ServiceError
 from studio.labeling.llm import LLMError
 from studio.live import services as live
 from studio.risk.predictor import RiskModel, Traces

@@ -24,7 +24,7 @@ from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from studio.api.core import PermissionDenied, ServiceError
+from studio.errors import PermissionDenied, ServiceError
 from studio.live import services as live
 from studio.monitor.anticipation import permanently_violated
 from studio.monitor.explain import residual_reading

@@ -18,7 +18,7 @@ from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, JsonResponse
 from ninja import Field, Router, Schema
 
-from studio.api.core import ServiceError
+from studio.errors import ServiceError
 
 from . import intake, services
 

@@ -49,7 +49,7 @@ from django.db import IntegrityError, connection, models, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from studio.api.core import ServiceError
+from studio.errors import ServiceError
 from studio.labeling import Labeling, make_labeler
 from studio.labeling.llm import LLMError
 from studio.logic.invisible import describe, find_invisible

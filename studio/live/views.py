@@ -17,7 +17,8 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from studio.api import boundary
-from studio.api.core import Actor, ServiceError
+from studio.api.core import Actor
+from studio.errors import ServiceError
 from studio.traces.formats import otlp_protobuf
 from studio.traces.formats.otlp import decode_traces
 

@@ -10,14 +10,14 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from studio.api.core import ServiceError
-from studio.logic import data_review, review
+from studio.errors import ServiceError
 from studio.grounding.candidates import ground_by_evidence
 from studio.grounding.flags import reading_flags
 from studio.grounding.sketch import sketched, with_sketch
+from studio.logic import data_review, review
 from studio.logic.english import Formalisation
-from studio.logic.english.base import Reading
 from studio.logic.english import formalise as offline_formalise
+from studio.logic.english.base import Reading
 from studio.logic.finite import holds
 from studio.logic.formula import Formula
 from studio.logic.parser import FormulaSyntaxError, parse

@@ -9,7 +9,8 @@ from typing import Any
 
 from ninja import Router, Schema
 
-from studio.api.core import ServiceError, Text, workspace_for
+from studio.api.core import Text, workspace_for
+from studio.errors import ServiceError
 from studio.grounding.builder import BuildError, build, builder_options
 
 from .api import WarningOut

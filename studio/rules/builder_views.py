@@ -10,7 +10,7 @@ from django.http import HttpRequest, QueryDict
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from studio.api.core import ServiceError
+from studio.errors import ServiceError
 from studio.grounding.builder import (
     EVENT_SLOTS,
     MAX_CONDITIONS,

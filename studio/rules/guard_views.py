@@ -13,8 +13,8 @@ from django.http import HttpRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
 
-from studio.api.core import ServiceError
 from studio.causal import CplSyntaxError, parse_cpl
+from studio.errors import ServiceError
 from studio.web.access import actor, workspace_page
 from studio.workspaces.models import Role
 

@@ -12,8 +12,8 @@ import re
 
 from django.db import IntegrityError, transaction
 
-from studio.api.core import Conflict, PermissionDenied, ServiceError
 from studio.causal import CplSyntaxError, parse_cpl
+from studio.errors import Conflict, PermissionDenied, ServiceError
 from studio.workspaces.acting import acting_user
 from studio.workspaces.models import Role, Workspace
 from studio.workspaces.services import record

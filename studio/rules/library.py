@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from django.db import transaction
 
-from studio.api.core import Conflict, ServiceError
+from studio.errors import Conflict, ServiceError
 from studio.logic import library
 from studio.workspaces.models import Workspace
 from studio.workspaces.services import record

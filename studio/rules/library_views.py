@@ -10,7 +10,7 @@ from django.http import HttpRequest
 from django.shortcuts import redirect
 from django.views.decorators.http import require_POST
 
-from studio.api.core import ServiceError
+from studio.errors import ServiceError
 from studio.logic import library
 from studio.web.access import actor, workspace_page
 from studio.workspaces.models import Role

@@ -18,13 +18,14 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from studio.api.core import Conflict, PermissionDenied, ServiceError, check_json
+from studio.errors import Conflict, PermissionDenied, ServiceError
 from studio.labeling import LabelerConfigError, make_labeler
 from studio.logic.formula import Formula
 from studio.logic.parser import FormulaSyntaxError, parse
 from studio.logic.progression import nnf
 from studio.monitor import RuleError, compile_rule
 from studio.monitor.verdicts import CountingError, check_counting, default_counting
+from studio.storable import check_json
 from studio.workspaces.acting import acting_token, acting_user
 from studio.workspaces.models import Membership, Role, Workspace
 from studio.workspaces.services import record

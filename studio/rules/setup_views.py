@@ -18,7 +18,7 @@ from django.http import HttpRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
 
-from studio.api.core import ServiceError
+from studio.errors import ServiceError
 from studio.labeling import LabelerConfigError, Labeling, builtin_atoms, make_labeler
 from studio.labeling.llm import LLMError
 from studio.logic.formula import COMPARISONS, quote_atom

@@ -13,7 +13,7 @@ from django.http import HttpRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from studio.api.core import ServiceError
+from studio.errors import ServiceError
 from studio.grounding import builder
 from studio.logic.parser import FormulaSyntaxError, parse
 from studio.logic.progression import nnf

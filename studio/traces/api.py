@@ -12,7 +12,8 @@ from ninja import Router, Schema, Status
 
 from studio import exports
 from studio.api import boundary
-from studio.api.core import Conflict, PermissionDenied, ServiceError, actor_of, workspace_for
+from studio.api.core import actor_of, workspace_for
+from studio.errors import Conflict, PermissionDenied, ServiceError
 from studio.workspaces.models import Role
 
 from . import erasure, services

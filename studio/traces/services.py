@@ -52,8 +52,8 @@ from django.db import (
 from django.db.models import F, OuterRef, Subquery
 from django.utils import timezone
 
-from studio.api.core import Conflict, ServiceError
 from studio.bulkwork import fewer_collections
+from studio.errors import Conflict, ServiceError
 from studio.workspaces.acting import acting_user
 from studio.workspaces.models import Workspace
 from studio.workspaces.services import record

@@ -26,13 +26,13 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_POST, require_safe
 
-from studio.api.core import ServiceError
 from studio.audits import replay
 from studio.audits.corrections import correct_label
 from studio.audits.models import (AuditRun, LabelCorrection, LabelProvenance, RunStatus,
                                   SessionResult, ViolationRecord)
 from studio.audits.services import prefetch_answers
 from studio.audits.verdicts import session_verdict_q
+from studio.errors import ServiceError
 from studio.labeling import LabelerConfigError
 from studio.labeling.llm import LLMError
 from studio.live import pages as live_pages

@@ -18,9 +18,9 @@ from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_http_methods
 
 from studio import exports
-from studio.api.core import ServiceError
 from studio.audits.models import AuditRun
 from studio.audits.services import start_audit
+from studio.errors import ServiceError
 from studio.rules.models import RuleSet, RuleVersion, VersionStatus
 from studio.web.access import actor, workspace_page
 from studio.workspaces.models import Role

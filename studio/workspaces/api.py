@@ -7,15 +7,8 @@ from django.shortcuts import get_object_or_404
 from ninja import Router, Schema, Status
 from pydantic import Field
 
-from studio.api.core import (
-    Id,
-    PermissionDenied,
-    Text,
-    acting_roles,
-    actor_of,
-    require_admin,
-    workspace_for,
-)
+from studio.api.core import Id, Text, acting_roles, actor_of, require_admin, workspace_for
+from studio.errors import PermissionDenied
 
 from . import services
 from .models import ApiToken, AuditLogEntry, Membership, WebhookSecret, Workspace

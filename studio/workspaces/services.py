@@ -11,12 +11,14 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.text import slugify
 
+from studio.errors import Conflict, PermissionDenied, ServiceError
 from studio.labeling.llm import LLMConfig, LLMError
 
 from . import llm
 from .acting import acting_token, acting_user
 from .models import (ApiToken, AuditLogEntry, LLMEndpoint, Membership, Role, WebhookSecret,
                      Workspace)
+from .tokens import forget_cached_tokens
 
 
 def record(workspace: Workspace, actor, action: str, target=None, **details) -> AuditLogEntry:
@@ -93,8 +95,6 @@ def member(workspace: Workspace, user) -> dict:
 
 
 def _checked_roles(roles) -> list[str]:
-    from studio.api.core import ServiceError
-
     roles = sorted(set(roles))
     unknown = [r for r in roles if r not in Role.values]
     if unknown:
@@ -109,15 +109,11 @@ def _checked_roles(roles) -> list[str]:
 def _forget_tokens_on_commit() -> None:
     # A token acts with its creator's current roles, which the token cache keeps: this process
     # forgets them once the change is committed (other processes within TOKEN_CACHE_SECONDS).
-    from studio.api.core import forget_cached_tokens  # the API imports this module
-
     transaction.on_commit(forget_cached_tokens)
 
 
 def _keep_an_admin(workspace: Workspace, user, after: set[str]) -> None:
     """409 when the change would leave the workspace without an admin."""
-    from studio.api.core import Conflict
-
     if Role.ADMIN in after:
         return
     # Locked: two admins demoting each other at once must not both succeed.
@@ -136,8 +132,6 @@ def find_member(workspace: Workspace, username: str):
 
 
 def find_user(username: str):
-    from studio.api.core import ServiceError
-
     user = get_user_model().objects.filter(**{get_user_model().USERNAME_FIELD: username}).first()
     if user is None:
         raise ServiceError(f"there is no account named {username!r}; accounts are created by "
@@ -149,8 +143,6 @@ def find_user(username: str):
 @transaction.atomic
 def add_person(workspace: Workspace, username: str, roles, by=None):
     """Add an account to the workspace with ``roles``; 409 if it is a member already."""
-    from studio.api.core import Conflict
-
     user = find_user(username)
     roles = _checked_roles(roles)
     if roles_of(workspace, user):
@@ -203,8 +195,6 @@ def may_manage_token(token: ApiToken, by) -> bool:
 def create_token(workspace: Workspace, name: str, roles: list[str],
                  by=None) -> tuple[ApiToken, str]:
     """A new token and its secret, which is never stored and cannot be shown again."""
-    from studio.api.core import PermissionDenied, ServiceError
-
     unknown = sorted(set(roles) - set(Role.values))
     if unknown:
         raise ServiceError(f"unknown roles: {', '.join(unknown)}; roles are "
@@ -238,15 +228,11 @@ def create_token(workspace: Workspace, name: str, roles: list[str],
 def revoke_token(token: ApiToken, by=None) -> None:
     """Revoke; a person revokes their own tokens, an admin anyone's (403 otherwise)."""
     if by is not None and not may_manage_token(token, by):
-        from studio.api.core import PermissionDenied
-
         raise PermissionDenied("only an admin of the workspace revokes other people's tokens")
     if token.revoked_at is None:
         token.revoked_at = timezone.now()
         token.save(update_fields=["revoked_at"])
         record(token.workspace, by, "token.revoked", token, name=token.name)
-        from studio.api.core import forget_cached_tokens  # the API imports this module
-
         forget_cached_tokens()
 
 
@@ -274,8 +260,6 @@ def set_llm_endpoint(workspace: Workspace, base_url: str, model: str, key_source
     ``stored`` (``api_key``, kept encrypted; blank keeps the key stored before),
     ``environment`` (LLM_API_KEY, for the environment's own endpoint only) or ``none``.
     The audit log records the change, never the key."""
-    from studio.api.core import ServiceError
-
     base_url, model, api_key = base_url.strip(), model.strip(), api_key.strip()
     try:
         LLMConfig(base_url=base_url, model=model)

@@ -12,7 +12,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.cache import add_never_cache_headers
 from django.views.decorators.http import require_http_methods, require_POST
 
-from studio.api.core import ServiceError
+from studio.errors import ServiceError
 from studio.web.access import actor, workspace_page
 
 from . import llm, services

@@ -209,7 +209,7 @@ def test_a_form_posted_to_the_live_route_is_a_415_not_a_server_error(world):
 def test_json_a_service_reads_from_form_text_is_checked_there_too(world):
     # A page's labeler form reads its value as JSON: `"\ud800"` typed in it is a surrogate that
     # no request boundary saw.
-    from studio.api.core import ServiceError
+    from studio.errors import ServiceError
     from studio.rules import services as rules
 
     with pytest.raises(ServiceError) as refused:

@@ -16,10 +16,10 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 from django.test import Client
 
-from studio.api.core import ServiceError
 from studio.audits import arrival
 from studio.audits.models import AuditRun, BatchStatus, RunStatus, SessionResult
 from studio.audits.services import start_audit
+from studio.errors import ServiceError
 from studio.live import services as live
 from studio.rules.models import RuleSet
 from studio.traces import services as uploads

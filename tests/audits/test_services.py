@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
-from studio.api.core import ServiceError
+from studio.errors import ServiceError
 from studio.audits import services
 from studio.audits.models import (
     AuditBatch,

@@ -4,7 +4,7 @@ back (a different counting on a version that is not a draft is a new version).""
 
 import pytest
 
-from studio.api.core import ServiceError
+from studio.errors import ServiceError
 from studio.monitor.verdicts import COUNTING_SENTENCES
 from studio.rules import services
 from studio.rules.models import RuleVersion, VersionStatus

@@ -3,8 +3,8 @@ role, the audit log, and the API over HTTP with isolation between workspaces."""
 
 import pytest
 
-from studio.api.core import Conflict, PermissionDenied, ServiceError
 from studio.causal.examples import MERGE_GUARD
+from studio.errors import Conflict, PermissionDenied, ServiceError
 from studio.rules import guards
 from studio.rules.models import CausalGuard
 from studio.workspaces.models import AuditLogEntry, Role

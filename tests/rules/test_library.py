@@ -11,12 +11,12 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.test import Client
 
-from studio.api.core import ServiceError
+from studio.errors import ServiceError
 from studio.logic import library
-from studio.rules import services
-from studio.rules.library import install_library
 from studio.logic.parser import parse
 from studio.logic.vocabulary import rule_reads
+from studio.rules import services
+from studio.rules.library import install_library
 from studio.rules.models import Labeler, Rule, RuleVersion, VersionStatus
 from studio.traces import vocabulary
 from studio.workspaces.models import AuditLogEntry

@@ -5,9 +5,9 @@ from django.core import serializers
 from django.db import connection, transaction
 from django.test import Client
 
-from studio.api.core import find_token
 from studio.rules import services as rules
 from studio.workspaces.models import ApiToken, AuditLogEntry, hash_token
+from studio.workspaces.tokens import find_token
 from tests.api.world import Api
 
 pytestmark = pytest.mark.django_db
@@ -179,7 +179,7 @@ def test_the_log_says_who_approved_which_version_and_when_in_utc(world):
 
 def test_a_verified_token_is_trusted_for_a_few_seconds_then_looked_up_again(
         world, settings, django_assert_num_queries, monkeypatch):
-    import studio.api.core as core
+    import studio.workspaces.tokens as tokens
 
     settings.TOKEN_CACHE_SECONDS = 5
     secret = world.token(world.acme)
@@ -189,8 +189,8 @@ def test_a_verified_token_is_trusted_for_a_few_seconds_then_looked_up_again(
     # Revoked by another server process (behind this one's back): honoured once the entry expires.
     ApiToken.objects.filter(digest=hash_token(secret)).update(revoked_at="2026-01-01T00:00Z")
     assert find_token(secret) is not None
-    clock = core.time.monotonic()
-    monkeypatch.setattr(core.time, "monotonic", lambda: clock + 6)
+    clock = tokens.time.monotonic()
+    monkeypatch.setattr(tokens.time, "monotonic", lambda: clock + 6)
     assert find_token(secret) is None
 
 

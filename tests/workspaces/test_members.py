@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-import studio.api.core as core
+import studio.workspaces.tokens as tokens
 from studio.live.intake import sign
 from studio.traces.models import TraceSession
 from studio.workspaces.models import ApiToken, AuditLogEntry, Membership, WebhookSecret
@@ -129,8 +129,8 @@ def test_other_processes_honour_a_removal_within_the_token_cache_window(world, s
     # transaction never commits, so no on-commit callback runs).
     assert world.as_("ann").delete("w/acme/members/rob").status_code == 204
     assert token.get("w/acme/rules").status_code == 200  # still cached, for at most 5 s
-    clock = core.time.monotonic()
-    monkeypatch.setattr(core.time, "monotonic", lambda: clock + 6)
+    clock = tokens.time.monotonic()
+    monkeypatch.setattr(tokens.time, "monotonic", lambda: clock + 6)
     assert token.get("w/acme/rules").status_code == 403
 
 
