@@ -54,6 +54,7 @@ from studio.rules.models import RuleSet
 from studio.rules.monitoring import approved_versions, labeler_snapshot, rule_pairs
 from studio.traces.models import TraceSession, Upload
 from studio.traces.services import CommittedRows
+from studio.workspaces.actions import LogAction
 from studio.workspaces.services import record
 
 from . import services
@@ -209,7 +210,7 @@ def finish_upload_audit(upload: Upload, arrival: ArrivalAudit | None) -> None:
         # activity log says why no audit started, and the upload page offers to start one.
         log.warning("upload %s: the audit asked for was not started: %s", upload.pk,
                     exc.message)
-        record(workspace, None, "upload.audit_not_started", upload, reason=exc.message)
+        record(workspace, None, LogAction.UPLOAD_AUDIT_NOT_STARTED, upload, reason=exc.message)
         return
     Upload.objects.filter(pk=upload.pk).update(audit_run=run)
 

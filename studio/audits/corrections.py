@@ -17,6 +17,7 @@ from studio.errors import PermissionDenied, ServiceError
 from studio.traces.erasure import hold_off_erasures
 from studio.traces.models import Event, TraceSession
 from studio.workspaces.acting import acting_user
+from studio.workspaces.actions import LogAction
 from studio.workspaces.models import Membership, Role
 from studio.workspaces.services import record
 
@@ -87,8 +88,8 @@ def correct_label(run: AuditRun, session: TraceSession, step: int, atom: str,
                 event=event, atom=atom,
                 defaults={"workspace": workspace, "value": value,
                           "corrected_by": acting_user(actor), "corrected_at": timezone.now()})
-        record(workspace, actor, "label.corrected" if value is not None else
-               "label.correction_removed", event, session=session.external_id,
+        record(workspace, actor, LogAction.LABEL_CORRECTED if value is not None else
+               LogAction.LABEL_CORRECTION_REMOVED, event, session=session.external_id,
                session_id=session.id, step=step, atom=atom, value=value,
                previous_correction=before, labeler_answer=answered, run=run.id)
     recompute_session(run, session)

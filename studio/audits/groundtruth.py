@@ -25,6 +25,7 @@ from studio.errors import ServiceError
 from studio.rules.models import Rule
 from studio.traces.models import TraceSession
 from studio.workspaces.acting import acting_user
+from studio.workspaces.actions import LogAction
 from studio.workspaces.services import record
 
 from .models import GroundTruth
@@ -296,7 +297,7 @@ def store_labels(workspace, items: Iterable[Label | LineError], source: str, for
             loaded += TraceSession.objects.filter(
                 workspace=workspace, external_id__in=sessions[start:start + _WRITE_CHUNK]).count()
         result.sessions_not_loaded = len(sessions) - loaded
-        record(workspace, by, "ground_truth.imported", None, source=source, format=format,
+        record(workspace, by, LogAction.GROUND_TRUTH_IMPORTED, None, source=source, format=format,
                created=result.created, changed=result.changed, unchanged=result.unchanged,
                errors=len(result.errors), repeated=result.repeated)
     return result

@@ -72,6 +72,7 @@ from studio.traces.formats.base import fast_loads
 from studio.traces.models import Event, TraceSession, UploadStatus
 from studio.traces.models import monitor_event as traces_monitor_event
 from studio.workspaces.acting import acting_user
+from studio.workspaces.actions import LogAction
 from studio.workspaces.services import record
 
 from .models import (
@@ -201,13 +202,13 @@ def create_run(workspace, rule_set, upload, versions, snapshot: list[dict], by,
             precomputed.store(batches[:len(ready_chunks)])
             AuditBatch.objects.filter(pk__in=[b.pk for b in batches[:len(ready_chunks)]]).update(
                 status=BatchStatus.DONE, attempts=1, started_at=now, finished_at=now)
-        record(workspace, by, "audit.started", run,
+        record(workspace, by, LogAction.AUDIT_STARTED, run,
                rule_set=rule_set.name if rule_set is not None else None,
                upload=upload.id if upload is not None else None,
                rule_versions=[v.id for v in versions], sessions=len(session_ids),
                batches=len(chunks), audited_on_arrival=len(ready))
         if not waiting:
-            record(workspace, None, "audit.finished", run, sessions=len(session_ids),
+            record(workspace, None, LogAction.AUDIT_FINISHED, run, sessions=len(session_ids),
                    batches=len(chunks))
         transaction.on_commit(partial(_enqueue, run.id,
                                       [b.id for b in batches[len(ready_chunks):]]))
@@ -255,7 +256,7 @@ def resume_audit(run: AuditRun, by=None) -> int:
                    .values_list("id", flat=True))
         run.error, run.requeued_at = "", timezone.now()
         run.save(update_fields=["status", "finished_at", "error", "requeued_at"])
-        record(run.workspace, by, "audit.resumed", run, batches=len(ids),
+        record(run.workspace, by, LogAction.AUDIT_RESUMED, run, batches=len(ids),
                failed_batches=failed)
         transaction.on_commit(partial(_enqueue, run.id, ids))
     return len(ids)
@@ -287,7 +288,7 @@ def requeue_stalled_audits(stall_seconds: float | None = None) -> list[int]:
             if not AuditRun.objects.filter(pk=run.pk, requeued_at=run.requeued_at).update(
                     requeued_at=now):
                 continue
-            record(run.workspace, None, "audit.requeued", run, batches=len(ids),
+            record(run.workspace, None, LogAction.AUDIT_REQUEUED, run, batches=len(ids),
                    reason=f"no progress for {stall:.0f} s")
             transaction.on_commit(partial(_enqueue, run.id, ids))
         log.warning("audit %s made no progress for %.0f s: %d batches enqueued again", run.id,
@@ -622,7 +623,7 @@ def _fail(batch: AuditBatch, reason: str) -> None:
                           error=f"batch {batch.index} failed: {reason}"[:ERROR_LIMIT]))
         if failed:
             run = AuditRun.objects.select_related("workspace").get(pk=batch.run_id)
-            record(run.workspace, None, "audit.failed", run, batch=batch.index,
+            record(run.workspace, None, LogAction.AUDIT_FAILED, run, batch=batch.index,
                    reason=reason[:ERROR_LIMIT])
 
 
@@ -679,7 +680,7 @@ def _store(batch: AuditBatch, results: list[_Result] | None, force: bool,
             run.finished_at = now
             run.error = ""  # a finished run has no error (a stale "queue unavailable" goes)
             run.save(update_fields=["status", "finished_at", "error"])
-            record(run.workspace, None, "audit.finished", run, sessions=run.sessions_done,
+            record(run.workspace, None, LogAction.AUDIT_FINISHED, run, sessions=run.sessions_done,
                    batches=run.batches_done)
     return "done"
 

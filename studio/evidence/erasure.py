@@ -16,6 +16,7 @@ from operator import or_
 
 from django.db.models import Q, QuerySet
 
+from studio.workspaces.actions import LogAction
 from studio.workspaces.models import AuditLogEntry
 from studio.workspaces.redaction import ERASED, erased_except, redact
 from studio.workspaces.services import record
@@ -47,7 +48,7 @@ def erase_copied_cases(workspace, events: QuerySet, by) -> tuple[int, int]:
         return 0, 0
     ids = {case.pk for case in copied}
     for case in copied:
-        record(workspace, by, "rule_case.erased", case, rule=case.rule.name,
+        record(workspace, by, LogAction.RULE_CASE_ERASED, case, rule=case.rule.name,
                rule_id=case.rule_id, reason="copied from erased events")
     RuleCase.objects.filter(pk__in=ids).delete()
     entries = AuditLogEntry.objects.filter(workspace=workspace)

@@ -26,6 +26,7 @@ from studio.rules.monitoring import labeler_snapshot, ruleset_for
 from studio.rules.sampling import formula_flags
 from studio.traces.models import TraceSession, Upload
 from studio.workspaces.acting import acting_user
+from studio.workspaces.actions import LogAction
 from studio.workspaces.services import record
 
 from .compare import compare_versions
@@ -87,7 +88,7 @@ def start_impact(version: RuleVersion, by, scope: str = ImpactScope.ALL,
             upload=upload, sample_size=len(sessions) if scope == ImpactScope.SAMPLE else None,
             sessions_available=len(stored), created_by=acting_user(by), formula=version.formula,
             counting=version.counting)
-        record(workspace, by, "rule_version.impact_started", version, rule=rule.name,
+        record(workspace, by, LogAction.RULE_VERSION_IMPACT_STARTED, version, rule=rule.name,
                number=version.number, baseline=baseline.number if baseline else None,
                run=run.id, scope=scope, sessions=len(sessions), stored=len(stored))
     return check

@@ -22,6 +22,7 @@ from studio.logic.parser import FormulaSyntaxError, parse
 from studio.monitor import RuleError, RuleSet
 from studio.rules.models import Rule, RuleVersion
 from studio.workspaces.acting import acting_user
+from studio.workspaces.actions import LogAction
 from studio.workspaces.services import record
 
 from .models import Expectation, RuleCase
@@ -73,7 +74,8 @@ def add_case(rule: Rule, actor, name: str, expect: str, steps: Any,
     fields = _clean(rule, name, expect, steps, at_step)
     case = RuleCase.objects.create(rule=rule, source=source or {"kind": "hand"},
                                    created_by=acting_user(actor), **fields)
-    record(rule.workspace, actor, "rule_case.created", case, rule=rule.name, rule_id=rule.id,
+    record(rule.workspace, actor, LogAction.RULE_CASE_CREATED, case, rule=rule.name,
+           rule_id=rule.id,
            name=case.name, expect=case.expect, at_step=case.at_step, source=case.source,
            steps=len(case.steps))
     return case
@@ -104,14 +106,14 @@ def change_case(case: RuleCase, actor, name: str | None = None, expect: str | No
                                     "by": getattr(acting_user(actor), "username", None),
                                     "changed": changed, "reason": reason}]
     case.save()
-    record(case.rule.workspace, actor, "rule_case.changed", case, rule=case.rule.name,
+    record(case.rule.workspace, actor, LogAction.RULE_CASE_CHANGED, case, rule=case.rule.name,
            rule_id=case.rule_id, name=case.name, changed=changed, reason=reason)
     return case
 
 
 @transaction.atomic
 def delete_case(case: RuleCase, actor) -> None:
-    record(case.rule.workspace, actor, "rule_case.deleted", case, rule=case.rule.name,
+    record(case.rule.workspace, actor, LogAction.RULE_CASE_DELETED, case, rule=case.rule.name,
            rule_id=case.rule_id, name=case.name, expect=case.expect, steps=case.steps)
     case.delete()
 
@@ -233,7 +235,7 @@ def record_check(version: RuleVersion, actor) -> dict:
     results = check_version(version)
     found = summary(results)
     if results:
-        record(version.rule.workspace, actor, "rule_version.cases_checked", version,
+        record(version.rule.workspace, actor, LogAction.RULE_VERSION_CASES_CHECKED, version,
                rule=version.rule.name, number=version.number, **found)
     return found
 

@@ -58,6 +58,7 @@ from studio.rules.models import RuleVersion
 from studio.rules.monitoring import ruleset_for
 from studio.traces.models import TraceSession
 from studio.workspaces.acting import acting_user
+from studio.workspaces.actions import LogAction
 from studio.workspaces.models import Workspace
 from studio.workspaces.services import record
 
@@ -176,7 +177,7 @@ def request_model(workspace: Workspace, actor=None, reason: str = "on demand",
             # read its versions (then it is the running one below).
             if LearnedRiskModel.objects.filter(pk=found.pk, status=ModelStatus.QUEUED).update(
                     versions=key, reason=reason[:200], requested_by=user):
-                record(workspace, actor, "risk_model.requested", found, versions=key,
+                record(workspace, actor, LogAction.RISK_MODEL_REQUESTED, found, versions=key,
                        reason=reason, retargeted=True)
                 return LearnedRiskModel.objects.get(pk=found.pk)
             found.status = ModelStatus.RUNNING
@@ -195,12 +196,12 @@ def request_model(workspace: Workspace, actor=None, reason: str = "on demand",
                 LearnedRiskModel.objects.filter(pk=found.pk).update(follow_up={
                     "versions": key, "reason": reason[:200],
                     "requested_by": user.pk if user is not None else None, "again": again})
-                record(workspace, actor, "risk_model.requested", found, versions=key,
+                record(workspace, actor, LogAction.RISK_MODEL_REQUESTED, found, versions=key,
                        reason=reason, after_running=True)
             return LearnedRiskModel.objects.get(pk=found.pk)
         made = LearnedRiskModel.objects.create(workspace=workspace, versions=key,
                                                reason=reason[:200], requested_by=user)
-        record(workspace, actor, "risk_model.requested", made, versions=key, reason=reason)
+        record(workspace, actor, LogAction.RISK_MODEL_REQUESTED, made, versions=key, reason=reason)
         transaction.on_commit(lambda: _enqueue(made.pk))
     return made
 

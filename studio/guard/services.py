@@ -34,6 +34,7 @@ from studio.risk.predictor import ANY_RULE
 from studio.risk.sampling import sample_risk
 from studio.rules.models import RuleSet
 from studio.workspaces.acting import acting_user
+from studio.workspaces.actions import LogAction
 from studio.workspaces.models import Role, Workspace
 from studio.workspaces.services import record
 
@@ -79,7 +80,7 @@ def set_policy(ruleset: RuleSet, data: Any, actor=None) -> Policy:
         GuardPolicy.objects.update_or_create(
             ruleset=ruleset,
             defaults={"policy": policy.to_json(), "updated_by": acting_user(actor)})
-        record(workspace, actor, "guard_policy.set", ruleset, ruleset=ruleset.name,
+        record(workspace, actor, LogAction.GUARD_POLICY_SET, ruleset, ruleset=ruleset.name,
                policy=policy.to_json())
     forget_policies()
     return policy
@@ -341,7 +342,7 @@ def guard(workspace: Workspace, session_external_id: str, document: Any, actor=N
                     cursor.execute("SET LOCAL synchronous_commit TO OFF")
             row.save()
             if pending:
-                record(workspace, actor, "guard.asked_human", row, session=session,
+                record(workspace, actor, LogAction.GUARD_ASKED_HUMAN, row, session=session,
                        decision_id=decision_id, reason=decision.reason,
                        rules=[e["rule"] for e in decision.at_risk])
     except IntegrityError:
@@ -375,7 +376,7 @@ def _time_out(locked: GuardDecision) -> None:
     locked.decided_at = timezone.now()
     locked.note = "nobody answered in time: the policy's default applies"
     locked.save(update_fields=["status", "decision", "decided_at", "note"])
-    record(locked.workspace, None, "guard.timed_out", locked, session=locked.session,
+    record(locked.workspace, None, LogAction.GUARD_TIMED_OUT, locked, session=locked.session,
            decision_id=locked.decision_id, decision=locked.decision)
 
 
@@ -490,7 +491,8 @@ def resolve(workspace: Workspace, pk: int, actor, approve: bool, note: str = "")
             row.decided_at = timezone.now()
             row.note = note.strip()
             row.save(update_fields=["status", "decision", "decided_by", "decided_at", "note"])
-            record(workspace, actor, "guard.approved" if approve else "guard.denied", row,
+            record(workspace, actor,
+                   LogAction.GUARD_APPROVED if approve else LogAction.GUARD_DENIED, row,
                    session=row.session, decision_id=row.decision_id, note=row.note)
             settled = row.pk
             transaction.on_commit(lambda: waits.notify_settled(settled))

@@ -60,6 +60,7 @@ from studio.rules.models import Labeler, Rule, RuleVersion, VersionStatus
 from studio.rules.models import RuleSet as RuleSetModel
 from studio.traces import vocabulary
 from studio.traces.models import Event, TraceSession, monitor_event
+from studio.workspaces.actions import LogAction
 from studio.workspaces.models import Workspace
 
 from . import causal_guards
@@ -1250,8 +1251,8 @@ def end_session(workspace: Workspace, session_external_id: str, actor=None, *,
         session.save(update_fields=["ended_at", "monitor_state"])
         from studio.workspaces.services import record
 
-        record(workspace, actor, "live_session.ended", session, session=session.external_id,
-               reason=reason, steps=session.steps,
+        record(workspace, actor, LogAction.LIVE_SESSION_ENDED, session,
+               session=session.external_id, reason=reason, steps=session.steps,
                verdicts={r["rule"]: r["verdict"] for r in rules})
     return {"session": session.external_id, "steps": session.steps,
             "ended_at": session.ended_at, "already_ended": False, "rules": rules}

@@ -15,6 +15,7 @@ from django.db import IntegrityError, transaction
 from studio.causal import CplSyntaxError, parse_cpl
 from studio.errors import Conflict, PermissionDenied, ServiceError
 from studio.workspaces.acting import acting_user
+from studio.workspaces.actions import LogAction
 from studio.workspaces.models import Role, Workspace
 from studio.workspaces.services import record
 
@@ -102,7 +103,7 @@ def create_guard(workspace: Workspace, actor, name: str, cpl: str, owner: str = 
                                                created_by=acting_user(actor))
     except IntegrityError:  # declared concurrently under the same name
         raise _name_conflict(workspace, name) from None
-    record(workspace, actor, "causal_guard.created", guard, name=name, cpl=cpl, owner=owner)
+    record(workspace, actor, LogAction.CAUSAL_GUARD_CREATED, guard, name=name, cpl=cpl, owner=owner)
     return guard
 
 
@@ -134,7 +135,8 @@ def update_guard(guard: CausalGuard, actor, name: str | None = None, cpl: str | 
                 guard.save()
         except IntegrityError:
             raise _name_conflict(workspace, guard.name) from None
-        record(workspace, actor, "causal_guard.updated", guard, name=guard.name, changes=changes)
+        record(workspace, actor, LogAction.CAUSAL_GUARD_UPDATED, guard, name=guard.name,
+               changes=changes)
     return guard
 
 
@@ -143,6 +145,6 @@ def delete_guard(guard: CausalGuard, actor) -> None:
     # The log records the guard as it is now, not as the caller last read it.
     guard = CausalGuard.objects.select_for_update().select_related("workspace").get(pk=guard.pk)
     _require_author(guard.workspace, actor)
-    record(guard.workspace, actor, "causal_guard.deleted", guard, name=guard.name,
+    record(guard.workspace, actor, LogAction.CAUSAL_GUARD_DELETED, guard, name=guard.name,
            cpl=guard.cpl, owner=guard.owner)
     guard.delete()

@@ -16,6 +16,7 @@ from django.db import transaction
 
 from studio.errors import Conflict, ServiceError
 from studio.logic import library
+from studio.workspaces.actions import LogAction
 from studio.workspaces.models import Workspace
 from studio.workspaces.services import record
 
@@ -115,5 +116,5 @@ def install_library(workspace: Workspace, actor, domain: str, submit: bool = Fal
                 if exc.field != "acknowledgement":
                     raise
                 result.rules_with_warnings.append(entry.name)
-    record(workspace, actor, "rule_library.installed", None, **result.as_dict())
+    record(workspace, actor, LogAction.RULE_LIBRARY_INSTALLED, None, **result.as_dict())
     return result

@@ -27,6 +27,7 @@ from studio.monitor import RuleError, compile_rule
 from studio.monitor.verdicts import CountingError, check_counting, default_counting
 from studio.storable import check_json
 from studio.workspaces.acting import acting_token, acting_user
+from studio.workspaces.actions import LogAction
 from studio.workspaces.models import Membership, Role, Workspace
 from studio.workspaces.services import record
 
@@ -163,8 +164,8 @@ def create_rule(workspace: Workspace, actor, name: str, formula: str, descriptio
     version = RuleVersion.objects.create(rule=rule, number=1, formula=formula, english=english,
                                          counting=counting, author=acting_user(actor),
                                          author_token=acting_token(actor))
-    record(workspace, actor, "rule.created", rule, name=name)
-    record(workspace, actor, "rule_version.created", version, rule=name, number=1,
+    record(workspace, actor, LogAction.RULE_CREATED, rule, name=name)
+    record(workspace, actor, LogAction.RULE_VERSION_CREATED, version, rule=name, number=1,
            formula=formula, counting=counting)
     return rule
 
@@ -186,7 +187,7 @@ def update_rule(rule: Rule, actor, name: str | None = None,
         rule.description = description
     if changes:
         rule.save(update_fields=["name", "description"])
-        record(rule.workspace, actor, "rule.updated", rule, **changes)
+        record(rule.workspace, actor, LogAction.RULE_UPDATED, rule, **changes)
     return rule
 
 
@@ -216,7 +217,7 @@ def new_version(rule: Rule, actor, formula: str | None = None,
                                          english=english or "", counting=counting,
                                          author=acting_user(actor),
                                          author_token=acting_token(actor))
-    record(rule.workspace, actor, "rule_version.created", version, rule=rule.name,
+    record(rule.workspace, actor, LogAction.RULE_VERSION_CREATED, version, rule=rule.name,
            number=number, formula=formula, counting=counting)
     _check_cases(version, actor)
     return version
@@ -258,7 +259,7 @@ def update_draft(version: RuleVersion, actor, formula: str | None = None,
         version.english = english
     if changes:
         version.save(update_fields=["formula", "english", "counting"])
-        record(version.rule.workspace, actor, "rule_version.updated", version,
+        record(version.rule.workspace, actor, LogAction.RULE_VERSION_UPDATED, version,
                rule=version.rule.name, number=version.number, **changes)
         if "formula" in changes or "counting" in changes:
             _check_cases(version, actor)
@@ -299,7 +300,7 @@ def submit_for_review(version: RuleVersion, actor, acknowledgement: str = "") ->
     version.acknowledgement = acknowledgement if warnings else ""
     version.save(update_fields=["status", "submitted_at", "submitted_warnings",
                                 "acknowledgement"])
-    record(version.rule.workspace, actor, "rule_version.submitted", version,
+    record(version.rule.workspace, actor, LogAction.RULE_VERSION_SUBMITTED, version,
            rule=version.rule.name, number=version.number,
            warnings=[w["code"] + " " + w["subject"] for w in warnings],
            acknowledgement=version.acknowledgement)
@@ -337,9 +338,11 @@ def _review(version: RuleVersion, actor, outcome: str, comment: str) -> RuleVers
                     "impact": counts_for_approval(version),
                     "flags": _flags_for_record(workspace, version)}
     # The log entry is the lasting record of who approved which version, and when (UTC).
-    record(workspace, actor, f"rule_version.{outcome}", version, rule=version.rule.name,
-           rule_id=version.rule_id, number=version.number, formula=version.formula,
-           comment=comment, reviewed_at=now.isoformat(), **evidence)
+    action = (LogAction.RULE_VERSION_APPROVED if outcome == VersionStatus.APPROVED
+              else LogAction.RULE_VERSION_REJECTED)
+    record(workspace, actor, action, version, rule=version.rule.name, rule_id=version.rule_id,
+           number=version.number, formula=version.formula, comment=comment,
+           reviewed_at=now.isoformat(), **evidence)
     return version
 
 
@@ -401,7 +404,7 @@ def create_rule_set(workspace: Workspace, actor, name: str, description: str = "
         raise Conflict(f"workspace {workspace.slug!r} already has a rule set named {name!r}",
                        field="name") from None
     rule_set.rules.set(rules)
-    record(workspace, actor, "rule_set.created", rule_set, name=name,
+    record(workspace, actor, LogAction.RULE_SET_CREATED, rule_set, name=name,
            rules=sorted(r.name for r in rules), live=live)
     return rule_set
 
@@ -425,7 +428,7 @@ def update_rule_set(rule_set: RuleSet, actor, name: str | None = None,
         rule_set.description = description
     if changes:
         rule_set.save(update_fields=["name", "description"])
-        record(rule_set.workspace, actor, "rule_set.updated", rule_set, **changes)
+        record(rule_set.workspace, actor, LogAction.RULE_SET_UPDATED, rule_set, **changes)
     return rule_set
 
 
@@ -438,7 +441,8 @@ def set_rules(rule_set: RuleSet, actor, rule_ids: Iterable[int]) -> RuleSet:
     after = sorted(r.name for r in rules)
     if before != after:
         rule_set.rules.set(rules)
-        record(rule_set.workspace, actor, "rule_set.rules_set", rule_set, name=rule_set.name,
+        record(rule_set.workspace, actor, LogAction.RULE_SET_RULES_SET, rule_set,
+               name=rule_set.name,
                before=before, after=after)
     return rule_set
 
@@ -450,7 +454,8 @@ def set_live(rule_set: RuleSet, actor, live: bool) -> RuleSet:
     if rule_set.live != live:
         rule_set.live = live
         rule_set.save(update_fields=["live"])
-        record(rule_set.workspace, actor, "rule_set.live" if live else "rule_set.not_live",
+        record(rule_set.workspace, actor,
+               LogAction.RULE_SET_LIVE if live else LogAction.RULE_SET_NOT_LIVE,
                rule_set, name=rule_set.name)
     return rule_set
 
@@ -467,7 +472,7 @@ def delete_rule_set(rule_set: RuleSet, actor) -> None:
                            status__in=[UploadStatus.RECEIVED, UploadStatus.PARSING])
                    .values_list("pk", flat=True))
     Upload.objects.filter(pk__in=waiting).update(audit_requested=False)
-    record(rule_set.workspace, actor, "rule_set.deleted", rule_set, name=rule_set.name,
+    record(rule_set.workspace, actor, LogAction.RULE_SET_DELETED, rule_set, name=rule_set.name,
            audits_cancelled_for_uploads=waiting)
     rule_set.delete()
 
@@ -513,7 +518,7 @@ def create_labeler(workspace: Workspace, actor, atom: str, kind: str, config: Ma
     except IntegrityError:
         raise Conflict(f"a labeler already produces {atom!r} in this workspace",
                        field="atom") from None
-    record(workspace, actor, "labeler.created", labeler, atom=atom, kind=kind,
+    record(workspace, actor, LogAction.LABELER_CREATED, labeler, atom=atom, kind=kind,
            config=labeler.config, enabled=enabled)
     return labeler
 
@@ -543,13 +548,13 @@ def update_labeler(labeler: Labeler, actor, atom: str | None = None, kind: str |
     labeler.save()
     changed = {key: [before[key], after[key]] for key in before if before[key] != after[key]}
     if changed or description is not None:
-        record(labeler.workspace, actor, "labeler.updated", labeler, atom=labeler.atom,
+        record(labeler.workspace, actor, LogAction.LABELER_UPDATED, labeler, atom=labeler.atom,
                changes=changed)
     return labeler
 
 
 @transaction.atomic
 def delete_labeler(labeler: Labeler, actor) -> None:
-    record(labeler.workspace, actor, "labeler.deleted", labeler, atom=labeler.atom,
+    record(labeler.workspace, actor, LogAction.LABELER_DELETED, labeler, atom=labeler.atom,
            kind=labeler.kind, config=labeler.config)
     labeler.delete()

@@ -54,6 +54,7 @@ from studio.audits.models import (
     ViolationRecord,
 )
 from studio.workspaces.acting import acting_token, acting_user
+from studio.workspaces.actions import LogAction
 from studio.workspaces.models import Workspace
 from studio.workspaces.services import record
 
@@ -189,6 +190,9 @@ def preview_upload(upload: Upload) -> dict:
             "still_parsing": upload.status in STILL_PARSING}
 
 
+_ERASED = {"upload": LogAction.UPLOAD_ERASED, "session": LogAction.SESSION_ERASED}
+
+
 def _erase(workspace: Workspace, kind: str, ident: int, name: str, events: QuerySet,
            left_empty, by, reason: str, runs_in_scope: QuerySet | None = None) -> Erasure:
     """The erasure of ``events`` (a queryset of the workspace's events), in the caller's
@@ -234,7 +238,7 @@ def _erase(workspace: Workspace, kind: str, ident: int, name: str, events: Query
         run.save(update_fields=["erasures"])
     forget_erased_values(workspace)
     details = {k: v for k, v in asdict(erasure).items() if k not in ("at", "by", "id")}
-    record(workspace, by, f"{kind}.erased", None, **{kind: ident}, **details)
+    record(workspace, by, _ERASED[kind], None, **{kind: ident}, **details)
     return erasure
 
 

@@ -55,6 +55,7 @@ from django.utils import timezone
 from studio.bulkwork import fewer_collections
 from studio.errors import Conflict, ServiceError
 from studio.workspaces.acting import acting_user
+from studio.workspaces.actions import LogAction
 from studio.workspaces.models import Workspace
 from studio.workspaces.services import record
 
@@ -165,7 +166,8 @@ def create_upload(workspace: Workspace, file, format: str, options: dict | None 
                     format=format, options=options, sha256=sha256, size=size,
                     stored_path=str(relative), audit_requested=audit,
                     audit_rule_set=rule_set if audit else None)
-                record(workspace, by, "upload.created", upload, filename=filename, format=format,
+                record(workspace, by, LogAction.UPLOAD_CREATED, upload, filename=filename,
+                       format=format,
                        sha256=sha256, size=size, audit=audit,
                        rule_set=rule_set.name if audit and rule_set is not None else None)
                 transaction.on_commit(partial(enqueue_parse, upload.pk))
@@ -250,7 +252,7 @@ def resume_upload(upload: Upload, by=None) -> Upload:
         locked.started_at, locked.finished_at, locked.requeued_at = None, None, timezone.now()
         locked.save(update_fields=["status", "attempts", "error", "started_at", "finished_at",
                                    "requeued_at"])
-        record(locked.workspace, by, "upload.resumed", locked, items_done=locked.items_done,
+        record(locked.workspace, by, LogAction.UPLOAD_RESUMED, locked, items_done=locked.items_done,
                events=locked.events_stored, failure=failure[:500])
         transaction.on_commit(partial(enqueue_parse, locked.pk))
     return locked
@@ -535,14 +537,15 @@ def _finish(upload: Upload, done: int, store: _Store, arrival) -> tuple[Upload, 
             locked.error = nothing_read(locked)
             locked.finished_at = timezone.now()
             locked.save(update_fields=["status", "error", "finished_at"])
-            record(locked.workspace, None, "upload.failed", locked, lines=locked.lines_total,
+            record(locked.workspace, None, LogAction.UPLOAD_FAILED, locked,
+                   lines=locked.lines_total,
                    bad_lines=locked.lines_bad, reason=locked.error)
             return None
         locked.status = UploadStatus.PARSED
         locked.bytes_read = locked.size
         locked.finished_at = timezone.now()
         locked.save(update_fields=["status", "bytes_read", "finished_at"])
-        record(locked.workspace, None, "upload.parsed", locked, lines=locked.lines_total,
+        record(locked.workspace, None, LogAction.UPLOAD_PARSED, locked, lines=locked.lines_total,
                bad_lines=locked.lines_bad, events=locked.events_stored)
         finish_upload_audit(locked, arrival)
         finished = time.monotonic()

@@ -16,17 +16,25 @@ from studio.labeling.llm import LLMConfig, LLMError
 
 from . import llm
 from .acting import acting_token, acting_user
+from .actions import LogAction
 from .models import (ApiToken, AuditLogEntry, LLMEndpoint, Membership, Role, WebhookSecret,
                      Workspace)
 from .tokens import forget_cached_tokens
 
+_LOG_ACTIONS = frozenset(LogAction.values)
 
-def record(workspace: Workspace, actor, action: str, target=None, **details) -> AuditLogEntry:
+
+def record(workspace: Workspace, actor, action: LogAction, target=None,
+           **details) -> AuditLogEntry:
     """Append to the workspace's audit log.  ``actor`` is an api.core.Actor, a user or None;
-    a token's entry names the token, not its creator."""
+    a token's entry names the token, not its creator.  ``action`` is one of ``LogAction``:
+    anything else is refused (ValueError), so the log holds no action nobody declared."""
+    if action not in _LOG_ACTIONS:
+        raise ValueError(f"unknown audit-log action {action!r}: declare it in "
+                         "studio.workspaces.actions.LogAction first")
     user, token = acting_user(actor, through_token=False), acting_token(actor)
     return AuditLogEntry.objects.create(
-        workspace=workspace, actor=user, actor_token=token, action=action,
+        workspace=workspace, actor=user, actor_token=token, action=LogAction(action).value,
         target_type=type(target).__name__.lower() if target is not None else "",
         target_id=getattr(target, "pk", None), details=details)
 
@@ -38,7 +46,7 @@ def create_workspace(name: str, owner=None, slug: str | None = None,
     if owner is not None:
         for role in roles:
             Membership.objects.create(workspace=workspace, user=owner, role=role)
-    record(workspace, owner, "workspace.created", workspace, name=name)
+    record(workspace, owner, LogAction.WORKSPACE_CREATED, workspace, name=name)
     return workspace
 
 
@@ -51,7 +59,7 @@ def set_retention(workspace: Workspace, days: int | None, by=None) -> Workspace:
     if days != before:
         workspace.retention_days = days
         workspace.save(update_fields=["retention_days"])
-        record(workspace, by, "workspace.retention_changed", workspace, before=before,
+        record(workspace, by, LogAction.WORKSPACE_RETENTION_CHANGED, workspace, before=before,
                after=days)
     return workspace
 
@@ -61,7 +69,8 @@ def add_member(workspace: Workspace, user, role: str, by=None) -> Membership:
     membership, created = Membership.objects.get_or_create(workspace=workspace, user=user,
                                                            role=role)
     if created:
-        record(workspace, by, "member.added", membership, user=user.get_username(), role=role)
+        record(workspace, by, LogAction.MEMBER_ADDED, membership, user=user.get_username(),
+               role=role)
         _forget_tokens_on_commit()
     return membership
 
@@ -150,7 +159,7 @@ def add_person(workspace: Workspace, username: str, roles, by=None):
                        "change their roles instead", field="username")
     for role in roles:
         Membership.objects.create(workspace=workspace, user=user, role=role)
-    record(workspace, by, "member.added", user, user=username, roles=roles)
+    record(workspace, by, LogAction.MEMBER_ADDED, user, user=username, roles=roles)
     _forget_tokens_on_commit()
     return user
 
@@ -165,7 +174,7 @@ def set_member_roles(workspace: Workspace, user, roles, by=None) -> list[str]:
     for role in set(roles) - before:
         Membership.objects.create(workspace=workspace, user=user, role=role)
     if set(roles) != before:
-        record(workspace, by, "member.roles_changed", user, user=user.get_username(),
+        record(workspace, by, LogAction.MEMBER_ROLES_CHANGED, user, user=user.get_username(),
                before=sorted(before), after=roles)
         _forget_tokens_on_commit()
     return roles
@@ -178,7 +187,7 @@ def remove_member(workspace: Workspace, user, by=None) -> None:
     before = roles_of(workspace, user)
     _keep_an_admin(workspace, user, set())
     Membership.objects.filter(workspace=workspace, user=user).delete()
-    record(workspace, by, "member.removed", user, user=user.get_username(),
+    record(workspace, by, LogAction.MEMBER_REMOVED, user, user=user.get_username(),
            roles=sorted(before))
     _forget_tokens_on_commit()
 
@@ -220,7 +229,7 @@ def create_token(workspace: Workspace, name: str, roles: list[str],
     secret, prefix, digest = ApiToken.generate()
     token = ApiToken.objects.create(workspace=workspace, name=name, prefix=prefix, digest=digest,
                                     roles=sorted(set(roles)), created_by=user)
-    record(workspace, by, "token.created", token, name=name, roles=token.roles)
+    record(workspace, by, LogAction.TOKEN_CREATED, token, name=name, roles=token.roles)
     return token, secret
 
 
@@ -232,7 +241,7 @@ def revoke_token(token: ApiToken, by=None) -> None:
     if token.revoked_at is None:
         token.revoked_at = timezone.now()
         token.save(update_fields=["revoked_at"])
-        record(token.workspace, by, "token.revoked", token, name=token.name)
+        record(token.workspace, by, LogAction.TOKEN_REVOKED, token, name=token.name)
         forget_cached_tokens()
 
 
@@ -240,7 +249,7 @@ def revoke_token(token: ApiToken, by=None) -> None:
 def create_webhook_secret(workspace: Workspace, by=None) -> WebhookSecret:
     value = "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
     secret = WebhookSecret.objects.create(workspace=workspace, secret=value)
-    record(workspace, by, "webhook_secret.created", secret)
+    record(workspace, by, LogAction.WEBHOOK_SECRET_CREATED, secret)
     return secret
 
 
@@ -250,7 +259,7 @@ def revoke_webhook_secret(secret: WebhookSecret, by=None) -> None:
     if secret.revoked_at is None:
         secret.revoked_at = timezone.now()
         secret.save(update_fields=["revoked_at"])
-        record(secret.workspace, by, "webhook_secret.revoked", secret)
+        record(secret.workspace, by, LogAction.WEBHOOK_SECRET_REVOKED, secret)
 
 
 @transaction.atomic
@@ -303,7 +312,7 @@ def set_llm_endpoint(workspace: Workspace, base_url: str, model: str, key_source
     endpoint.base_url, endpoint.model, endpoint.key_source = base_url, model, key_source
     endpoint.updated_by = acting_user(by)
     endpoint.save()
-    record(workspace, by, "llm_endpoint.set", endpoint, before=before, after=after,
+    record(workspace, by, LogAction.LLM_ENDPOINT_SET, endpoint, before=before, after=after,
            key_changed=key_changed)
     return endpoint
 
@@ -316,7 +325,7 @@ def remove_llm_endpoint(workspace: Workspace, by=None) -> None:
         return
     before = {"base_url": endpoint.base_url, "model": endpoint.model,
               "key_source": endpoint.key_source}
-    record(workspace, by, "llm_endpoint.removed", endpoint, before=before)
+    record(workspace, by, LogAction.LLM_ENDPOINT_REMOVED, endpoint, before=before)
     endpoint.delete()
 
 
