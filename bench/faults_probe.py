@@ -49,7 +49,6 @@ import json
 import os
 import random
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -58,115 +57,13 @@ import time
 import uuid
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-PG = {"host": "127.0.0.1", "port": 5432, "user": "postgres"}
+from bench.faults_probe_requests import run as run_server_errors
+from bench.probe_stack import (
+    REPO, RedisServer, free_port, fresh_database, healthy, production_env, summary, uvicorn,
+    wait,
+)
+
 SCENARIOS = ("erasure-race", "connection-kills", "broker-restarts", "server-errors")
-
-
-# ---------------------------------------------------------------------------------------------
-# Shared
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def _database_url(name: str) -> str:
-    return f"postgres://{PG['user']}@{PG['host']}:{PG['port']}/{name}"
-
-
-def _fresh_database(name: str, environment: dict | None = None) -> None:
-    """(Re)create ``name``, point this process at it (with ``environment``), set Django up and
-    migrate."""
-    import psycopg
-
-    with psycopg.connect(**PG, dbname="postgres", autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.execute(f'CREATE DATABASE "{name}"')
-    os.environ.update({"DATABASE_URL": _database_url(name),
-                       "DJANGO_SETTINGS_MODULE": "studio.settings", **(environment or {})})
-    import django
-
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0)
-
-
-def _wait(predicate, timeout: float, what: str, interval: float = 0.1, logs=None):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = predicate()
-        if found:
-            return found
-        time.sleep(interval)
-    raise SystemExit(f"timed out after {timeout:.0f} s waiting for {what}"
-                     + (f"\n{logs()}" if logs else ""))
-
-
-def _redis_program() -> str:
-    program = shutil.which("redis-server")
-    if program is None:
-        raise SystemExit("needs the redis-server program on PATH (a Redis of the probe's own)")
-    return program
-
-
-class RedisServer:
-    """A redis-server of the probe's own on a free port, without persistence (a restart loses
-    every key, the worst case); ``restart`` shuts it down (``SHUTDOWN NOSAVE``) and starts it
-    again on the same port."""
-
-    def __init__(self, folder: Path, down_seconds: float = 0.5):
-        self.program, self.folder, self.port = _redis_program(), folder, _free_port()
-        self.url = f"redis://127.0.0.1:{self.port}"
-        self.down_seconds = down_seconds
-        self.process: subprocess.Popen | None = None
-        self.restarts = 0
-
-    def start(self) -> None:
-        import redis
-
-        with open(self.folder / f"redis{self.restarts}.log", "w") as log:
-            self.process = subprocess.Popen(
-                [self.program, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-                 "--appendonly", "no", "--dir", str(self.folder)],
-                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        client = redis.Redis(port=self.port, socket_connect_timeout=0.2)
-        _wait(lambda: self._answers(client), 10, f"redis-server on port {self.port}", 0.02)
-
-    def _answers(self, client) -> bool:
-        import redis
-
-        if self.process.poll() is not None:
-            raise SystemExit(f"redis-server exited on port {self.port}")
-        try:
-            return client.ping()
-        except redis.ConnectionError:
-            return False
-
-    def restart(self) -> None:
-        # A bare socket: redis-py would retry the command whose connection the server closes.
-        with socket.create_connection(("127.0.0.1", self.port), timeout=5) as control:
-            control.sendall(b"SHUTDOWN NOSAVE\r\n")
-            control.recv(100)
-        self.process.wait(timeout=10)
-        time.sleep(self.down_seconds)
-        self.restarts += 1
-        self.start()
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.kill()
-            self.process.wait(timeout=10)
-
-
-def _summary(name: str, figures: dict, must_be_zero: tuple[str, ...]) -> bool:
-    ok = all(figures.get(key, 0) == 0 for key in must_be_zero)
-    text = ", ".join(f"{key} {value:,}" if isinstance(value, int) and not isinstance(value, bool)
-                     else f"{key} {value}" for key, value in figures.items())
-    print(f"\nSUMMARY {name}: {text} -> {'ok' if ok else 'DEFECT'}", flush=True)
-    return ok
 
 
 # ---------------------------------------------------------------------------------------------
@@ -191,7 +88,7 @@ def erasure_race(args) -> bool:
     environment["CELERY_BROKER_URL"] = f"{broker.url}/0"
     services = None
     try:
-        _fresh_database("studio_probe_erasure", environment)
+        fresh_database("studio_probe_erasure", environment)
         import worker  # noqa: F401 - the Celery app, configured from settings
         from tests.test_broker_restart import Services
 
@@ -227,7 +124,7 @@ def erasure_race(args) -> bool:
         services = Services({**os.environ}, folder)
         process = services.start("worker", ["-m", "celery", "-A", "worker", "worker", "-l",
                                             "info", "-c", "2", "-n", "probe-erasure@%h"])
-        _wait(lambda: " ready." in services.log("worker"), 90, "the worker", 0.2,
+        wait(lambda: " ready." in services.log("worker"), 90, "the worker", 0.2,
               services.output)
 
         def finished(run_id: int) -> AuditRun | None:
@@ -248,7 +145,7 @@ def erasure_race(args) -> bool:
                 return (run.batches_done >= args.erase_at * run.batches_total
                         or run.status in (RunStatus.DONE, RunStatus.FAILED))
 
-            _wait(part_way, 600, "the audit to be part-way", 0.01, services.output)
+            wait(part_way, 600, "the audit to be part-way", 0.01, services.output)
         run.refresh_from_db()
         at = (run.batches_done, run.status, time.monotonic() - began)
         erased = erasure.erase_upload(Upload.objects.get(pk=first.pk), by=team.auditor)
@@ -257,12 +154,12 @@ def erasure_race(args) -> bool:
               f"with {at[0]} of {run.batches_total} batches done (run {at[1]}); it took "
               f"{erased_in:.1f} s: {erased.events:,} events, {erased.sessions:,} sessions, "
               f"{erased.results:,} results removed", flush=True)
-        run = _wait(lambda: finished(run.pk), 1800, "the audit to finish", 0.5, services.output)
+        run = wait(lambda: finished(run.pk), 1800, "the audit to finish", 0.5, services.output)
         audit_seconds = (run.finished_at - run.created_at).total_seconds()
         print(f"audit #{run.pk} {run.status} in {audit_seconds:.1f} s", flush=True)
 
         fresh = audits.start_audit(team.workspace, None, second, team.auditor)
-        fresh = _wait(lambda: finished(fresh.pk), 1800, "the fresh audit", 0.5, services.output)
+        fresh = wait(lambda: finished(fresh.pk), 1800, "the fresh audit", 0.5, services.output)
         worker_alive = process.poll() is None
     finally:
         if services is not None:
@@ -320,7 +217,7 @@ def erasure_race(args) -> bool:
     if at[0] >= run.batches_total:
         print("  note: the audit had finished before the erasure began: no race took place "
               "(use a smaller --erase-after)")
-    return _summary("erasure-race", {
+    return summary("erasure-race", {
         "batches done at erasure": f"{at[0]}/{run.batches_total}",
         "erased at s": f"{at[2]:.1f}", "stale": differ + extra,
         "results over erased steps": over_steps, "violations at erased steps": ghost_violations,
@@ -335,7 +232,7 @@ def erasure_race(args) -> bool:
 # 2. Uploads under terminated connections
 
 def connection_kills(args) -> bool:
-    _fresh_database("studio_probe_uploads")
+    fresh_database("studio_probe_uploads")
     from django.conf import settings
     from django.db import connection
 
@@ -360,7 +257,7 @@ def connection_kills(args) -> bool:
     print(f"stored {result['rows']:,} rows: {result['places']:,} distinct (session, step), "
           f"{result['inputs']:,} distinct lines; {killer.rounds} rounds terminated "
           f"{killer.kills} connections, the loader retried {result['retried']} lost connections")
-    return _summary("connection-kills", {
+    return summary("connection-kills", {
         "lines": lines, "stored": result["rows"], "lost": lines - result["inputs"],
         "doubled": result["rows"] - result["places"], "status": upload.status,
         "not parsed": int(upload.status != "parsed"), "connections killed": killer.kills,
@@ -370,45 +267,6 @@ def connection_kills(args) -> bool:
 
 # ---------------------------------------------------------------------------------------------
 # 3. Broker restarts
-
-PRODUCTION_SETTINGS = '''
-from studio.settings import *  # noqa: F401,F403
-SECURE_SSL_REDIRECT = False  # no TLS on loopback
-SESSION_COOKIE_SECURE = False
-CSRF_COOKIE_SECURE = False
-LIVE_RATE_LIMIT_PER_MINUTE = 0  # the probe counts errors and losses, not the limiter
-'''
-
-
-def _production_env(folder: Path, database: str, extra: dict) -> dict:
-    """The web server's environment: docs/deployment.md's production settings on loopback."""
-    Path(folder, "probe_settings.py").write_text(PRODUCTION_SETTINGS)
-    env = {**os.environ, "DATABASE_URL": _database_url(database), "DEBUG": "false",
-           "SECRET_KEY": "probe-only-" + "k" * 50, "ALLOWED_HOSTS": "127.0.0.1,localhost",
-           "DJANGO_SETTINGS_MODULE": "probe_settings", "DATABASE_POOL": "true",
-           "PYTHONUNBUFFERED": "1",
-           "PYTHONPATH": os.pathsep.join([str(folder), str(REPO),
-                                          os.environ.get("PYTHONPATH", "")])}
-    env.update(extra)
-    return env
-
-
-def _uvicorn(services, port: int, workers: int = 2):
-    return services.start("web", ["-m", "uvicorn", "studio.asgi:application", "--host",
-                                  "127.0.0.1", "--port", str(port), "--workers", str(workers),
-                                  "--lifespan", "off", "--no-access-log", "--log-level",
-                                  "warning", "--timeout-keep-alive", "5",
-                                  "--timeout-graceful-shutdown", "35"])
-
-
-def _healthy(base: str) -> bool:
-    import requests
-
-    try:
-        return requests.get(f"{base}/healthz", timeout=5).status_code == 200
-    except requests.RequestException:
-        return False
-
 
 class Deliveries(threading.Thread):
     """An agent posting live events to ``sessions`` sessions, each event with an id of its own; a
@@ -486,7 +344,7 @@ def broker_restarts(args) -> bool:
     services = None
     deliveries: list[Deliveries] = []
     try:
-        _fresh_database("studio_probe_broker", {k: v for k, v in extra.items()
+        fresh_database("studio_probe_broker", {k: v for k, v in extra.items()
                                                  if k != "CELERY_BROKER_URL"})
         from studio.traces.models import Event, TraceSession, Upload, UploadStatus
         from studio.workspaces import services as workspaces
@@ -496,17 +354,17 @@ def broker_restarts(args) -> bool:
         owner = workspaces.create_user("probe-owner")
         workspace = workspaces.create_workspace("Restarts", owner=owner, slug="restarts")
         _, token = workspaces.create_token(workspace, "agent", [Role.AUDITOR], owner)
-        env = _production_env(folder, "studio_probe_broker", extra)
+        env = production_env(folder, "studio_probe_broker", extra)
         services = Services(env, folder)
         worker = services.start("worker", ["-m", "celery", "-A", "worker", "worker", "-l",
                                            "info", "-c", "2", "-n", "probe-restarts@%h"])
         beat = services.start("beat", ["-m", "celery", "-A", "worker", "beat", "-l", "info",
                                        "-s", str(folder / "schedule")])
-        port = _free_port()
+        port = free_port()
         base = f"http://127.0.0.1:{port}"
-        _uvicorn(services, port)
-        _wait(lambda: _healthy(base), 90, "the web server", 0.3, services.output)
-        _wait(lambda: " ready." in services.log("worker"), 90, "the worker", 0.2,
+        uvicorn(services, port)
+        wait(lambda: healthy(base), 90, "the web server", 0.3, services.output)
+        wait(lambda: " ready." in services.log("worker"), 90, "the worker", 0.2,
               services.output)
 
         def worker_connected() -> bool:
@@ -522,7 +380,7 @@ def broker_restarts(args) -> bool:
         uploads, upload_statuses = [], collections.Counter()
         began = time.monotonic()
         for number in range(args.uploads):
-            _wait(worker_connected, 90, "the worker to connect again", 0.1, services.output)
+            wait(worker_connected, 90, "the worker to connect again", 0.1, services.output)
             response = requests.post(
                 f"{base}/api/w/restarts/uploads", timeout=120,
                 headers={"Authorization": f"Bearer {token}"},
@@ -536,7 +394,7 @@ def broker_restarts(args) -> bool:
             # Spread the restarts over the uploads; each lands while the worker holds a parse.
             if broker.restarts < args.restarts and number % max(
                     1, args.uploads // args.restarts) == 0:
-                _wait(lambda: Upload.objects.filter(pk=uploads[-1]).exclude(
+                wait(lambda: Upload.objects.filter(pk=uploads[-1]).exclude(
                     status=UploadStatus.RECEIVED).exists(), 60, "the parse to start", 0.01)
                 broker.restart()
                 print(f"  restart {broker.restarts} at {time.monotonic() - began:.1f} s, "
@@ -556,7 +414,7 @@ def broker_restarts(args) -> bool:
                 == len(uploads)
 
         try:
-            _wait(all_parsed, args.parse_timeout, "every upload to be parsed", 1.0)
+            wait(all_parsed, args.parse_timeout, "every upload to be parsed", 1.0)
         except SystemExit as exc:
             print(exc)
         worker_alive, beat_alive = worker.poll() is None, beat.poll() is None
@@ -598,7 +456,7 @@ def broker_restarts(args) -> bool:
     print(f"worker alive {worker_alive}, beat alive {beat_alive}; 'Unrecoverable error' in the "
           f"worker log: {'Unrecoverable error' in worker_log}; tracebacks in the web log: "
           f"{web_log.count('Traceback')}")
-    return _summary("broker-restarts", {
+    return summary("broker-restarts", {
         "restarts": broker.restarts, "uploads": len(uploads), "parsed": parsed,
         "uploads not parsed": len(uploads) - parsed, "upload lines lost": lines_lost,
         "upload lines doubled": lines_doubled, "events delivered": len(sent),
@@ -614,9 +472,7 @@ def broker_restarts(args) -> bool:
 # 4. Server errors and cross-workspace leaks
 
 def server_errors(args) -> bool:
-    from bench.faults_probe_requests import run
-
-    return run(args)
+    return run_server_errors(args)
 
 
 def main(argv: list[str] | None = None) -> int:

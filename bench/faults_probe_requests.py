@@ -34,6 +34,10 @@ import time
 from pathlib import Path
 from urllib.parse import quote, urlencode
 
+from bench.probe_stack import (
+    RedisServer, free_port, fresh_database, healthy, production_env, summary, uvicorn, wait,
+)
+
 MARKER = "bzzsecret"
 NUL = "a\x00b"
 FORMAT_CHARACTERS = "x\u202ey\u2062z\u00ad\U000e0041"
@@ -574,30 +578,19 @@ def _person_cookie(user) -> str:
 
 
 def run(args) -> bool:
-    from bench.faults_probe import (
-        RedisServer,
-        _free_port,
-        _fresh_database,
-        _healthy,
-        _production_env,
-        _summary,
-        _uvicorn,
-        _wait,
-    )
-
     folder = Path(tempfile.mkdtemp(prefix="probe-server-"))
     cache = RedisServer(folder)
     cache.start()
     services = None
     try:
         extra = {"CACHE_URL": f"{cache.url}/1", "UPLOAD_ROOT": str(folder / "uploads")}
-        env = _production_env(folder, "studio_probe_server", extra)
+        env = production_env(folder, "studio_probe_server", extra)
         # No broker: tasks run in the process that asks for them (the web server's here).
         for key in ("CELERY_BROKER_URL",):
             os.environ.pop(key, None)
             env.pop(key, None)
         # The same secret as the server's, so the session cookie made here is valid there.
-        _fresh_database("studio_probe_server", {"SECRET_KEY": env["SECRET_KEY"], **extra})
+        fresh_database("studio_probe_server", {"SECRET_KEY": env["SECRET_KEY"], **extra})
         from studio.api.urls import api
         from studio.guard.models import GuardDecision
 
@@ -606,10 +599,10 @@ def run(args) -> bool:
         from tests.test_broker_restart import Services
 
         services = Services(env, folder)
-        port = _free_port()
+        port = free_port()
         base = f"http://127.0.0.1:{port}"
-        _uvicorn(services, port, args.workers)
-        _wait(lambda: _healthy(base), 90, "the web server", 0.3, services.output)
+        uvicorn(services, port, args.workers)
+        wait(lambda: healthy(base), 90, "the web server", 0.3, services.output)
         for ws in (a, b):
             slug, token = ws["ids"]["slug"], ws["tokens"]["full"]
             for path, body in ((f"/api/w/{slug}/live/sessions/{slug}-live-0/events",
@@ -692,7 +685,7 @@ def run(args) -> bool:
     if changed:
         print(f"B's rows changed: {changed}")
     print(f"control: B's own token reads its rules with the marker: {detector_sees}")
-    return _summary("server-errors", {
+    return summary("server-errors", {
         "requests": answers.total, "server errors": len(answers.server_errors),
         "no answer": len(answers.no_answer), "leaks": len(answers.leaks),
         "B changed": len(changed), "tracebacks logged": web_log.count("Traceback"),
