@@ -50,14 +50,14 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from studio.errors import ServiceError
-from studio.labeling import Labeling, make_labeler
+from studio.labeling import Labeling, labeling_from_snapshot
 from studio.labeling.llm import LLMError
 from studio.logic.invisible import describe, find_invisible
 from studio.monitor import VIOLATED, FastSessionMonitor, RuleSet, SessionMonitor
 from studio.monitor.anticipation import verdicts_now
 from studio.monitor.verdicts import session_verdict
-from studio.rules.models import Labeler, Rule, RuleVersion, VersionStatus
-from studio.rules.models import RuleSet as RuleSetModel
+from studio.rules import monitoring
+from studio.rules.models import RuleVersion
 from studio.traces import vocabulary
 from studio.traces.models import Event, TraceSession, monitor_event
 from studio.workspaces.actions import LogAction
@@ -202,47 +202,22 @@ def _table(model) -> str:
 
 
 def live_versions(workspace: Workspace) -> list[LiveVersion]:
-    """What ``studio.rules.monitoring.live_versions`` answers, in one plain query (that one
-    asks once per rule, and a request cannot afford 20 round trips): the newest approved version
-    of each rule of the live rule sets, or of every rule of the workspace when no rule set is
-    live; ordered by rule name.  tests/live/test_services.py checks that the two agree."""
-    sql = f"""
-        SELECT v.id, v.rule_id, r.name, v.formula, v.counting
-        FROM {_table(RuleVersion)} v JOIN {_table(Rule)} r ON r.id = v.rule_id
-        WHERE v.status = %s AND (
-            (r.workspace_id = %s AND NOT EXISTS (
-                SELECT 1 FROM {_table(RuleSetModel)} s WHERE s.workspace_id = %s AND s.live))
-            OR EXISTS (
-                SELECT 1 FROM {_table(RuleSetModel.rules.through)} m
-                JOIN {_table(RuleSetModel)} s ON s.id = m.ruleset_id
-                WHERE s.workspace_id = %s AND s.live AND m.rule_id = v.rule_id))
-        ORDER BY v.rule_id, v.number DESC"""
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [VersionStatus.APPROVED.value, workspace.pk, workspace.pk,
-                             workspace.pk])
-        rows = cursor.fetchall()
-    newest: dict[int, LiveVersion] = {}
-    for version_id, rule_id, name, formula, counting in rows:
-        if rule_id not in newest:
-            newest[rule_id] = LiveVersion(version_id, name, formula, counting)
-    return sorted(newest.values(), key=lambda v: v.rule)
+    """``studio.rules.monitoring.live_versions`` as plain data (a context outlives its request)."""
+    return [LiveVersion(v.id, v.rule.name, v.formula, v.counting)
+            for v in monitoring.live_versions(workspace)]
 
 
 def _labeling(workspace: Workspace) -> Labeling:
     """``studio.rules.monitoring.labeling_for``, built once per set of labeler declarations."""
-    config_field = Labeler._meta.get_field("config")
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT atom, kind, config FROM {_table(Labeler)} "
-                       "WHERE workspace_id = %s AND enabled ORDER BY id", [workspace.pk])
-        rows = tuple((atom, kind, json.dumps(config_field.from_db_value(config, None, connection),
-                                             sort_keys=True)) for atom, kind, config in cursor)
+    snapshot = monitoring.labeler_snapshot(workspace)
+    key = tuple((d["atom"], d["kind"], json.dumps(d["config"], sort_keys=True))
+                for d in snapshot)
     with _CACHE_LOCK:
-        found = _LABELINGS.get(rows)
+        found = _LABELINGS.get(key)
     if found is None:
-        found = Labeling([make_labeler(kind, atom, json.loads(config))
-                          for atom, kind, config in rows])
+        found = labeling_from_snapshot(snapshot)
         with _CACHE_LOCK:
-            _LABELINGS[rows] = found
+            _LABELINGS[key] = found
             while len(_LABELINGS) > _LABELINGS_MAX:
                 _LABELINGS.popitem(last=False)
     return found

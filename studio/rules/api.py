@@ -21,7 +21,8 @@ from studio.monitor.verdicts import COUNTING_LABELS, COUNTING_MODES, COUNTING_SE
 from studio.workspaces.models import Role
 
 from . import services
-from .models import Labeler, Rule, RuleSet, RuleVersion, VersionStatus
+from .models import Labeler, Rule, RuleSet, RuleVersion
+from .monitoring import approved_numbers
 from .sampling import formula_flags
 from .vocabulary import formula_warnings, reads_table, vocabulary_for
 
@@ -256,18 +257,14 @@ def _versions(rule: Rule) -> list[RuleVersion]:
     return list(rule.versions.all())
 
 
-def _approved_number(versions: list[RuleVersion]) -> int | None:
-    approved = [v.number for v in versions if v.status == VersionStatus.APPROVED]
-    return max(approved) if approved else None
-
-
-def _rule_out(rule: Rule, detail: bool = False) -> dict:
+def _rule_out(rule: Rule, approved: dict[int, int], detail: bool = False) -> dict:
+    """``approved``: rule id -> its newest approved version's number (``approved_numbers``)."""
     versions = _versions(rule)
     out = {"id": rule.id, "name": rule.name, "description": rule.description,
            "created_by": rule.created_by.get_username() if rule.created_by else None,
            "created_at": rule.created_at, "version_count": len(versions),
            "latest_version": _version_out(versions[-1]) if versions else None,
-           "approved_version": _approved_number(versions)}
+           "approved_version": approved.get(rule.id)}
     if detail:
         out["versions"] = [_version_out(v) for v in versions]
         out["rule_sets"] = sorted(rule.rule_sets.values_list("name", flat=True))
@@ -282,16 +279,13 @@ def _rules(workspace):
             .prefetch_related(*(f"versions__{name}" for name in _VERSION_RELATED)))
 
 
-def _rule_ref(rule: Rule) -> dict:
-    return {"id": rule.id, "name": rule.name,
-            "approved_version": _approved_number(list(rule.versions.all()))}
-
-
-def _rule_set_out(rule_set: RuleSet) -> dict:
+def _rule_set_out(rule_set: RuleSet, approved: dict[int, int] | None = None) -> dict:
+    if approved is None:
+        approved = approved_numbers(rule_set.workspace)
     return {"id": rule_set.id, "name": rule_set.name, "description": rule_set.description,
             "live": rule_set.live, "created_at": rule_set.created_at,
-            "rules": [_rule_ref(r) for r in
-                      rule_set.rules.order_by("name").prefetch_related("versions")]}
+            "rules": [{"id": r.id, "name": r.name, "approved_version": approved.get(r.id)}
+                      for r in rule_set.rules.order_by("name")]}
 
 
 def _labeler_out(labeler: Labeler) -> dict:
@@ -327,7 +321,8 @@ def _labeler(workspace, labeler_id: Id) -> Labeler:
 @router.get("{slug}/rules", response=list[RuleOut], summary="The workspace's rules")
 def list_rules(request, slug: str):
     workspace = workspace_for(request, slug)
-    return [_rule_out(r) for r in _rules(workspace)]
+    approved = approved_numbers(workspace)
+    return [_rule_out(r, approved) for r in _rules(workspace)]
 
 
 @router.post("{slug}/rules", response={201: RuleDetailOut},
@@ -336,13 +331,14 @@ def create_rule(request, slug: str, body: RuleIn):
     workspace = workspace_for(request, slug, Role.AUTHOR)
     rule = services.create_rule(workspace, actor_of(request), body.name, body.formula,
                                 body.description, body.english, body.counting or None)
-    return Status(201, _rule_out(_rule(workspace, rule.id), detail=True))
+    return Status(201, _rule_out(_rule(workspace, rule.id), approved_numbers(workspace),
+                                 detail=True))
 
 
 @router.get("{slug}/rules/{rule_id}", response=RuleDetailOut)
 def get_rule(request, slug: str, rule_id: Id):
     workspace = workspace_for(request, slug)
-    return _rule_out(_rule(workspace, rule_id), detail=True)
+    return _rule_out(_rule(workspace, rule_id), approved_numbers(workspace), detail=True)
 
 
 @router.patch("{slug}/rules/{rule_id}", response=RuleDetailOut,
@@ -351,7 +347,7 @@ def update_rule(request, slug: str, rule_id: Id, body: RulePatch):
     workspace = workspace_for(request, slug, Role.AUTHOR)
     rule = services.update_rule(_rule(workspace, rule_id), actor_of(request), body.name,
                                 body.description)
-    return _rule_out(_rule(workspace, rule.id), detail=True)
+    return _rule_out(_rule(workspace, rule.id), approved_numbers(workspace), detail=True)
 
 
 @router.get("{slug}/rules/{rule_id}/versions", response=list[VersionOut])
@@ -418,7 +414,8 @@ def reject_version(request, slug: str, rule_id: Id, number: Id, body: VersionDec
 @router.get("{slug}/rule-sets", response=list[RuleSetOut])
 def list_rule_sets(request, slug: str):
     workspace = workspace_for(request, slug)
-    return [_rule_set_out(s) for s in RuleSet.objects.filter(workspace=workspace)]
+    approved = approved_numbers(workspace)
+    return [_rule_set_out(s, approved) for s in RuleSet.objects.filter(workspace=workspace)]
 
 
 @router.post("{slug}/rule-sets", response={201: RuleSetOut})

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from django.db import models
+
 from studio.labeling import Labeling, labeling_from_snapshot
 from studio.monitor import RuleSet
 
-from .models import Labeler, Rule, RuleVersion, VersionStatus
+from .models import Labeler, RuleVersion
+from .models import RuleSet as StoredRuleSet
 
 
 def labeler_snapshot(workspace) -> list[dict]:
@@ -24,28 +27,35 @@ def labeling_for(workspace) -> Labeling:
 
 
 def approved_versions(workspace, rule_set=None) -> list[RuleVersion]:
-    """The newest approved version of each rule (of the rule set, or of the workspace)."""
-    rules = rule_set.rules.all() if rule_set is not None else Rule.objects.filter(
-        workspace=workspace)
-    versions = []
-    for rule in rules.order_by("name"):
-        version = (rule.versions.filter(status=VersionStatus.APPROVED)
-                   .order_by("-number").first())
-        if version is not None:
-            versions.append(version)
-    return versions
+    """The newest approved version of each rule (of the rule set, or of the workspace), ordered
+    by rule name, in one query."""
+    versions = RuleVersion.objects.newest_approved().select_related("rule")
+    if rule_set is not None:
+        versions = versions.filter(rule__rule_sets=rule_set)
+    else:
+        versions = versions.filter(rule__workspace=workspace)
+    return list(versions.order_by("rule__name"))
+
+
+def approved_by_rule(workspace) -> dict[int, RuleVersion]:
+    """Rule id -> its newest approved version, for pages and API answers listing many rules."""
+    return {version.rule_id: version for version in approved_versions(workspace)}
+
+
+def approved_numbers(workspace) -> dict[int, int]:
+    """Rule id -> the number of its newest approved version (rules with none are absent)."""
+    return {version.rule_id: version.number for version in approved_versions(workspace)}
 
 
 def live_versions(workspace) -> list[RuleVersion]:
-    """What live sessions are monitored against: the rule sets marked live, else every rule."""
-    live_sets = list(workspace.rule_sets.filter(live=True))
-    if not live_sets:
-        return approved_versions(workspace)
-    seen: dict[int, RuleVersion] = {}
-    for rule_set in live_sets:
-        for version in approved_versions(workspace, rule_set):
-            seen[version.id] = version
-    return sorted(seen.values(), key=lambda v: v.rule.name)
+    """What live sessions are monitored against: the newest approved version of each rule of
+    the rule sets marked live, else of every rule; ordered by rule name, in one query."""
+    in_live_set = models.Exists(StoredRuleSet.rules.through.objects.filter(
+        rule_id=models.OuterRef("rule_id"), ruleset__live=True))
+    no_live_set = ~models.Exists(StoredRuleSet.objects.filter(workspace=workspace, live=True))
+    return list(RuleVersion.objects.newest_approved().filter(rule__workspace=workspace)
+                .filter(models.Q(in_live_set) | models.Q(no_live_set))
+                .select_related("rule").order_by("rule__name"))
 
 
 def rule_pairs(versions: Iterable[RuleVersion]) -> list[tuple[str, str, str | None]]:

@@ -13,7 +13,6 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db.models import Max
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
@@ -28,7 +27,8 @@ from studio.web.access import actor, workspace_page
 from studio.workspaces.models import Role
 
 from . import services
-from .models import Labeler, LabelerKind, Rule, RuleSet, RuleVersion, VersionStatus
+from .models import Labeler, LabelerKind, Rule, RuleSet
+from .monitoring import approved_numbers, approved_versions
 
 KIND_NAMES = {LabelerKind.FIELD: "Field predicate", LabelerKind.REGEX: "Regular expression",
               LabelerKind.LLM: "LLM"}
@@ -58,20 +58,10 @@ TRY_MODES = {"json": "a JSON event", "output": "text the agent wrote (its output
 # ---------------------------------------------------------------------------------------------
 # What approved rules read
 
-def _approved_versions(workspace) -> list[RuleVersion]:
-    """The newest approved version of each rule, in one query."""
-    newest: dict[int, RuleVersion] = {}
-    for version in (RuleVersion.objects.filter(rule__workspace=workspace,
-                                               status=VersionStatus.APPROVED)
-                    .select_related("rule").order_by("rule__name", "-number")):
-        newest.setdefault(version.rule_id, version)
-    return list(newest.values())
-
-
 def _rules_by_atom(workspace) -> dict[str, list[Rule]]:
     """Atom name -> the rules whose approved version reads it."""
     readers: dict[str, list[Rule]] = defaultdict(list)
-    for version in _approved_versions(workspace):
+    for version in approved_versions(workspace):
         try:
             formula = parse(version.formula)
         except FormulaSyntaxError:  # approved versions compiled when submitted; be safe anyway
@@ -86,14 +76,6 @@ def _readers_of_prefix(readers: dict[str, list[Rule]], prefix: str) -> list[Rule
     rules = {rule.id: rule for atom, found in readers.items() if atom.startswith(prefix)
              for rule in found}
     return sorted(rules.values(), key=lambda rule: rule.name)
-
-
-def _approved_numbers(workspace) -> dict[int, int]:
-    """Rule id -> the number of its newest approved version."""
-    return dict(RuleVersion.objects.filter(rule__workspace=workspace,
-                                           status=VersionStatus.APPROVED)
-                .values("rule_id").annotate(newest=Max("number"))
-                .values_list("rule_id", "newest"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -413,7 +395,7 @@ def _rule_ids_from(post, errors: dict) -> list[int]:
 
 
 def _rule_choices(workspace, chosen: set[int]) -> list[dict]:
-    approved = _approved_numbers(workspace)
+    approved = approved_numbers(workspace)
     return [{"rule": rule, "approved": approved.get(rule.id), "chosen": rule.id in chosen}
             for rule in Rule.objects.filter(workspace=workspace).order_by("name")]
 
@@ -422,7 +404,7 @@ def _live_summary(workspace) -> dict:
     """What live sessions are monitored against right now (see monitoring.live_versions)."""
     live_sets = list(RuleSet.objects.filter(workspace=workspace, live=True).order_by("name"))
     return {"live_sets": live_sets,
-            "approved_count": len(_approved_numbers(workspace)) if not live_sets else None}
+            "approved_count": len(approved_numbers(workspace)) if not live_sets else None}
 
 
 @login_required
@@ -450,7 +432,7 @@ def rule_set_list(request: HttpRequest, slug: str):
                 messages.success(request, f"Rule set {rule_set.name!r} created.")
                 return redirect("rule_set", slug=slug, rule_set_id=rule_set.id)
         status = 422
-    approved = _approved_numbers(workspace)
+    approved = approved_numbers(workspace)
     rule_sets = []
     for rule_set in RuleSet.objects.filter(workspace=workspace).prefetch_related("rules"):
         rules = sorted(rule_set.rules.all(), key=lambda r: r.name)
@@ -509,7 +491,7 @@ def rule_set_detail(request: HttpRequest, slug: str, rule_set_id: int):
         except ServiceError as exc:
             errors[exc.field or "general"] = exc.message
         status = 422 if action in ("rules", "live", "details", "delete") else 400
-    approved = _approved_numbers(workspace)
+    approved = approved_numbers(workspace)
     rules = [{"rule": rule, "approved": approved.get(rule.id)}
              for rule in sorted(rule_set.rules.all(), key=lambda rule: rule.name)]
     return render(request, "rules/rule_set.html", {

@@ -16,7 +16,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from studio.errors import ServiceError
 from studio.grounding import builder
 from studio.logic.parser import FormulaSyntaxError, parse
-from studio.logic.progression import nnf
+from studio.logic.progression import is_invariant
 from studio.monitor import RuleError, compile_rule
 from studio.monitor.verdicts import (COUNTING_LABELS, COUNTING_MODES, COUNTING_SENTENCES,
                                      PER_INSTANCE, default_counting)
@@ -26,7 +26,7 @@ from studio.workspaces.models import Role
 
 from . import authoring, services
 from .models import Rule, RuleVersion, VersionStatus
-from .monitoring import labeling_for
+from .monitoring import approved_by_rule, labeling_for
 from .sampling import formula_flags, stored_sample
 from .vocabulary import formula_warnings, reads_table, vocabulary_for
 
@@ -61,7 +61,7 @@ def counting_choices(formula_text: str, chosen: str) -> tuple[dict, list[dict]]:
     saying whether it fits the formula (``per_instance`` needs ``G phi``) and which is the
     default for its form."""
     try:
-        globally = nnf(parse(formula_text)).op == "G"
+        globally = is_invariant(parse(formula_text))
     except FormulaSyntaxError:
         globally = False
     default = default_counting(globally)
@@ -111,11 +111,11 @@ def rule_list(request: HttpRequest, slug: str):
             messages.success(request, f"Rule {rule.name!r} created as a draft.")
             return redirect("rule", slug=slug, rule_id=rule.id)
     rules = []
+    approved = approved_by_rule(workspace)
     for rule in Rule.objects.filter(workspace=workspace).prefetch_related("versions"):
         versions = sorted(rule.versions.all(), key=lambda v: v.number)
-        approved = [v for v in versions if v.status == VersionStatus.APPROVED]
         rules.append({"rule": rule, "latest": versions[-1] if versions else None,
-                      "approved": approved[-1] if approved else None})
+                      "approved": approved.get(rule.id)})
     return render(request, "rules/list.html", {
         "workspace": workspace, "roles": roles, "rules": rules, "form": form, "errors": errors,
         "check": describe_formula(workspace, form["formula"])})
