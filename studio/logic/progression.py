@@ -28,6 +28,25 @@ def nnf(f: Formula) -> Formula:
     return _nnf(f, False)
 
 
+def is_invariant(f: Formula) -> bool:
+    """Whether ``f`` is an invariant ``G phi``, decided on its negation normal form: ``!F p``
+    is ``G !p`` as much as ``G !p`` is.  The monitor, the counting modes and the explanations
+    all ask this one question."""
+    return nnf(f).op == "G"
+
+
+def invariant_body(f: Formula) -> Formula | None:
+    """``phi`` when ``f`` is an invariant ``G phi`` (``is_invariant``), else None: the body of
+    the normal form (what the monitor checks at each step), or ``f``'s own operand when ``f`` is
+    written ``G phi`` with that same body (so it reads as written)."""
+    normal = nnf(f)
+    if normal.op != "G":
+        return None
+    if f.op == "G" and nnf(f.args[0]) == normal.args[0]:
+        return f.args[0]
+    return normal.args[0]
+
+
 @lru_cache(maxsize=65536)
 def _nnf(f: Formula, negate: bool) -> Formula:
     op = f.op

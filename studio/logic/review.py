@@ -60,6 +60,7 @@ from functools import lru_cache
 from . import formula as fm
 from .finite import holds
 from .formula import FALSE, TRUE, Formula, quote_atom, render_operand
+from .past import initial_memory, past_step
 from .progression import Progressor, nnf
 
 MAX_ATOMS = 12
@@ -232,7 +233,7 @@ class _PastMemory:
     def __init__(self, nodes: tuple[Formula, ...]):
         self.nodes = nodes  # children before parents
         self.names = frozenset(g.name for n in nodes for g in n.subformulas() if g.op == "atom")
-        self.initial = tuple(n.op in ("Z", "H") for n in nodes)
+        self.initial = initial_memory(nodes)
         self._memo: dict[tuple, tuple[tuple, frozenset]] = {}
 
     def advance(self, carry: tuple, letter: frozenset) -> tuple[tuple, frozenset]:
@@ -241,50 +242,11 @@ class _PastMemory:
         found = self._memo.get(key)
         if found is not None:
             return found
-        now: dict[Formula, bool] = {}
-        memory = []
-        for node, before in zip(self.nodes, carry):
-            op = node.op
-            if op in ("Y", "Z"):
-                now[node] = before
-                memory.append(_present(node.args[0], letter, now))
-                continue
-            if op == "O":
-                value = _present(node.args[0], letter, now) or before
-            elif op == "H":
-                value = _present(node.args[0], letter, now) and before
-            else:  # S
-                value = (_present(node.args[1], letter, now)
-                         or (_present(node.args[0], letter, now) and before))
-            now[node] = value
-            memory.append(value)
-        result = (tuple(memory), frozenset(n for n, v in now.items() if v))
+        memory, now = past_step(self.nodes, carry, letter)
+        result = (memory, frozenset(n for n, v in now.items() if v))
         if len(self._memo) < STATE_CAP:
             self._memo[key] = result
         return result
-
-
-def _present(f: Formula, letter: frozenset, now: dict) -> bool:
-    op = f.op
-    if op == "true":
-        return True
-    if op == "false":
-        return False
-    if op == "atom":
-        return f.name in letter
-    if op in fm.PAST_OPS:
-        return now[f]
-    if op == "not":
-        return not _present(f.args[0], letter, now)
-    if op == "and":
-        return all(_present(a, letter, now) for a in f.args)
-    if op == "or":
-        return any(_present(a, letter, now) for a in f.args)
-    if op == "implies":
-        return (not _present(f.args[0], letter, now)) or _present(f.args[1], letter, now)
-    if op == "iff":
-        return _present(f.args[0], letter, now) == _present(f.args[1], letter, now)
-    raise AssertionError(f"`{f.text}` is not a present-tense formula")  # pragma: no cover
 
 
 def _past_nodes(formulas: Sequence[Formula]) -> tuple[Formula, ...]:

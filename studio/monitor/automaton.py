@@ -17,11 +17,11 @@ from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
 from typing import Any
 
-from studio.logic import formula as fm
 from studio.logic.events import compare
 from studio.logic.formula import FALSE, TRUE, Formula
 from studio.logic.parser import parse
-from studio.logic.progression import Progressor, nnf
+from studio.logic.past import initial_memory, past_step
+from studio.logic.progression import Progressor, is_invariant, nnf
 
 from .verdicts import PER_INSTANCE, CountingError, check_counting
 
@@ -54,7 +54,7 @@ class CompiledRule:
         self.name = name
         self.formula = formula
         self.normal = nnf(formula)
-        globally = self.normal.op == "G"
+        globally = is_invariant(formula)
         try:
             self.counting = check_counting(counting, globally)
         except CountingError as exc:
@@ -116,8 +116,7 @@ class PastTracker:
         self.nodes = past_nodes
         self.index = {node: i for i, node in enumerate(past_nodes)}
         self._carries: dict[tuple, _Carry] = {}
-        initial = tuple(node.op in ("Z", "H") for node in past_nodes)
-        self.initial = self.carry(initial)
+        self.initial = self.carry(initial_memory(past_nodes))
 
     def carry(self, values: tuple[bool, ...]) -> _Carry:
         found = self._carries.get(values)
@@ -130,54 +129,12 @@ class PastTracker:
         cached = carry.row.get(labels)
         if cached is not None:
             return cached
-        now: dict[Formula, bool] = {}
-        memory = []
-        for node, before in zip(self.nodes, carry.values):
-            op = node.op
-            if op in ("Y", "Z"):
-                now[node] = before
-                memory.append(_present(node.args[0], labels, now))
-                continue
-            if op == "O":
-                value = _present(node.args[0], labels, now) or before
-            elif op == "H":
-                value = _present(node.args[0], labels, now) and before
-            else:  # S
-                value = (_present(node.args[1], labels, now)
-                         or (_present(node.args[0], labels, now) and before))
-            now[node] = value
-            memory.append(value)
+        memory, now = past_step(self.nodes, carry.values, labels)
         full = frozenset(labels).union(node for node, value in now.items() if value)
-        result = (self.carry(tuple(memory)), full)
+        result = (self.carry(memory), full)
         if len(carry.row) < ROW_LIMIT:
             carry.row[labels] = result
         return result
-
-
-def _present(f: Formula, labels: AbstractSet, now: dict) -> bool:
-    """Truth at the current step of a formula without future operators."""
-    op = f.op
-    if op == "true":
-        return True
-    if op == "false":
-        return False
-    if op == "atom":
-        return f.name in labels
-    if op == "cmp":
-        return f in labels
-    if op in fm.PAST_OPS:
-        return now[f]
-    if op == "not":
-        return not _present(f.args[0], labels, now)
-    if op == "and":
-        return all(_present(a, labels, now) for a in f.args)
-    if op == "or":
-        return any(_present(a, labels, now) for a in f.args)
-    if op == "implies":
-        return (not _present(f.args[0], labels, now)) or _present(f.args[1], labels, now)
-    if op == "iff":
-        return _present(f.args[0], labels, now) == _present(f.args[1], labels, now)
-    raise RuleError(f"`{f.text}` is not a past-time formula")  # pragma: no cover
 
 
 # ---------------------------------------------------------------------------------------------

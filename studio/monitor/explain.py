@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from studio.logic import review
 from studio.logic.formula import FALSE, TRUE, Formula
 from studio.logic.parser import FormulaSyntaxError, parse
+from studio.logic.progression import invariant_body
 
 from .verdicts import PER_INSTANCE
 
@@ -136,10 +137,12 @@ class _Steps:
 
 
 def _obligation(rule: Formula, counting: str | None) -> Formula:
-    """What one violation failed: for ``G phi`` counted per instance, ``phi`` (each step's own
-    obligation); otherwise the whole rule, monitored afresh from the violation's trigger."""
-    if rule.op == "G" and counting in (None, "", PER_INSTANCE):
-        return rule.args[0]
+    """What one violation failed: for an invariant ``G phi`` counted per instance, ``phi`` (each
+    step's own obligation, as the monitor has it: ``!F p`` is ``G !p``); otherwise the whole
+    rule, monitored afresh from the violation's trigger."""
+    body = invariant_body(rule)
+    if body is not None and counting in (None, "", PER_INSTANCE):
+        return body
     return rule
 
 

@@ -19,7 +19,7 @@ How violations are counted is part of each rule version (``COUNTING_MODES``):
 
 from __future__ import annotations
 
-from studio.logic.progression import nnf
+from studio.logic.progression import is_invariant
 from studio.logic.parser import FormulaSyntaxError, parse
 
 FIRST, AFTER_VIOLATION, EVERY_VERDICT, PER_INSTANCE = (
@@ -109,6 +109,6 @@ def effective_counting(counting: str | None, formula: str) -> str:
         return counting
     try:
         # The form the monitors see: negation normal form (`!F p` is `G !p`).
-        return default_counting(nnf(parse(formula)).op == "G")
+        return default_counting(is_invariant(parse(formula)))
     except FormulaSyntaxError:
         return AFTER_VIOLATION

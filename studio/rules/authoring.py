@@ -225,12 +225,12 @@ def _find(formula: Formula, satisfying: bool):
 def counting_aids(formula: Formula, counting: str | None) -> dict:
     """How the version counts violations: ``mode``, ``label`` and the English ``sentence``
     (``counting`` None: the default for the formula's form)."""
-    from studio.logic.progression import nnf
+    from studio.logic.progression import is_invariant
     from studio.monitor.verdicts import (COUNTING_LABELS, COUNTING_SENTENCES, CountingError,
                                          check_counting)
 
     try:
-        mode = check_counting(counting, nnf(formula).op == "G")
+        mode = check_counting(counting, is_invariant(formula))
     except CountingError as exc:
         raise ServiceError(str(exc), field="counting", status=422) from None
     return {"mode": mode, "label": COUNTING_LABELS[mode], "sentence": COUNTING_SENTENCES[mode]}

@@ -22,7 +22,7 @@ from studio.errors import Conflict, PermissionDenied, ServiceError
 from studio.labeling import LabelerConfigError, make_labeler
 from studio.logic.formula import Formula
 from studio.logic.parser import FormulaSyntaxError, parse
-from studio.logic.progression import nnf
+from studio.logic.progression import is_invariant
 from studio.monitor import RuleError, compile_rule
 from studio.monitor.verdicts import CountingError, check_counting, default_counting
 from studio.storable import check_json
@@ -93,7 +93,7 @@ def compile_formula(text: str, name: str = "formula") -> Formula:
 # How violations are counted (studio.monitor.verdicts)
 
 def _is_globally(formula: Formula) -> bool:
-    return nnf(formula).op == "G"
+    return is_invariant(formula)
 
 
 def resolve_counting(formula: Formula, counting: str | None) -> str:

@@ -16,7 +16,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from studio.errors import ServiceError
 from studio.grounding import builder
 from studio.logic.parser import FormulaSyntaxError, parse
-from studio.logic.progression import nnf
+from studio.logic.progression import is_invariant
 from studio.monitor import RuleError, compile_rule
 from studio.monitor.verdicts import (COUNTING_LABELS, COUNTING_MODES, COUNTING_SENTENCES,
                                      PER_INSTANCE, default_counting)
@@ -61,7 +61,7 @@ def counting_choices(formula_text: str, chosen: str) -> tuple[dict, list[dict]]:
     saying whether it fits the formula (``per_instance`` needs ``G phi``) and which is the
     default for its form."""
     try:
-        globally = nnf(parse(formula_text)).op == "G"
+        globally = is_invariant(parse(formula_text))
     except FormulaSyntaxError:
         globally = False
     default = default_counting(globally)
