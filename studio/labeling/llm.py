@@ -32,11 +32,12 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from studio.caching import LruCache
 
 # An answer larger than this is not a chat completion we asked for.
 MAX_RESPONSE_BYTES = 8 * 1024 * 1024
@@ -135,26 +136,19 @@ class MemoryStore:
 
     def __init__(self, limit: int = 100_000):
         self.limit = limit
-        self._entries: OrderedDict[tuple[str, str], str] = OrderedDict()
-        self._lock = threading.Lock()
+        self._entries: LruCache[tuple[str, str], str] = LruCache(limit)
 
     def get_many(self, model: str, digests: Iterable[str]) -> dict[str, str]:
         found = {}
-        with self._lock:
-            for digest in digests:
-                text = self._entries.get((model, digest))
-                if text is not None:
-                    self._entries.move_to_end((model, digest))
-                    found[digest] = text
+        for digest in digests:
+            text = self._entries.get((model, digest))
+            if text is not None:
+                found[digest] = text
         return found
 
     def put_many(self, model: str, entries: Mapping[str, str]) -> None:
-        with self._lock:
-            for digest, text in entries.items():
-                self._entries[(model, digest)] = text
-                self._entries.move_to_end((model, digest))
-            while len(self._entries) > self.limit:
-                self._entries.popitem(last=False)
+        for digest, text in entries.items():
+            self._entries.put((model, digest), text)
 
     def __len__(self) -> int:
         return len(self._entries)

@@ -25,12 +25,11 @@ from __future__ import annotations
 import json
 import math
 import re
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from studio.caching import LruCache
 from studio.logic.events import MISSING, read_path
 
 from .labelers import LabelerConfigError, checked_path
@@ -199,8 +198,7 @@ class LLMLabeler:
         self.model = model.strip() if isinstance(model, str) else None
         self.batch_size = batch_size
         self._client_source = client
-        self._memo: OrderedDict[tuple[str, str], LLMAnswer] = OrderedDict()
-        self._lock = threading.Lock()
+        self._memo: LruCache[tuple[str, str], LLMAnswer] = LruCache(MEMO_LIMIT)
 
     # -- the labeler interface -------------------------------------------------------------
 
@@ -214,11 +212,10 @@ class LLMLabeler:
         texts = [self.step_text(event) for event in events]
         digests = [self._answer_digest(text) for text in texts]
         known: dict[str, LLMAnswer] = {}
-        with self._lock:
-            for digest in digests:
-                found = self._memo.get((model, digest))
-                if found is not None:
-                    known[digest] = found
+        for digest in digests:
+            found = self._memo.get((model, digest))
+            if found is not None:
+                known[digest] = found
         unknown = list(dict.fromkeys(d for d in digests if d not in known))
         if unknown:
             for digest, stored in store.get_many(model, unknown).items():
@@ -237,12 +234,8 @@ class LLMLabeler:
                 store.put_many(model, {d: json.dumps(
                     {"holds": known[d].value, "confidence": known[d].confidence})
                     for d in group})
-        with self._lock:
-            for digest in dict.fromkeys(digests):
-                self._memo[(model, digest)] = known[digest]
-                self._memo.move_to_end((model, digest))
-            while len(self._memo) > MEMO_LIMIT:
-                self._memo.popitem(last=False)
+        for digest in dict.fromkeys(digests):
+            self._memo.put((model, digest), known[digest])
         return [known[d] for d in digests]
 
     def _client_and_store(self):

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -38,6 +37,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.urls import reverse
 
+from studio.caching import LruCache
 from studio.causal.live import GuardAnswer, LiveGuards, NewLifeline
 from studio.causal.msc import CHOICE_KEY
 from studio.rules.models import CausalGuard
@@ -49,7 +49,7 @@ UNNAMED_LIFELINE = "(no lifeline)"
 _STATES_MAX = 2048
 
 _LOCK = threading.Lock()
-_STATES: OrderedDict[tuple[int, str], _State] = OrderedDict()
+_STATES: LruCache[tuple[int, str], _State] = LruCache(_STATES_MAX)
 _DECLARED: dict[int, tuple[float, tuple]] = {}
 
 
@@ -139,17 +139,11 @@ def _feed(state: _State, events: list[dict]) -> list[GuardAnswer]:
 
 
 def _take(workspace_pk: int, external_id: str) -> _State | None:
-    with _LOCK:
-        return _STATES.pop((workspace_pk, external_id), None)
+    return _STATES.pop((workspace_pk, external_id), None)
 
 
 def _keep(workspace_pk: int, external_id: str, state: _State) -> None:
-    with _LOCK:
-        key = (workspace_pk, external_id)
-        _STATES[key] = state
-        _STATES.move_to_end(key)
-        while len(_STATES) > _STATES_MAX:
-            _STATES.popitem(last=False)
+    _STATES.put((workspace_pk, external_id), state)
 
 
 @dataclass

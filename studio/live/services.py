@@ -36,7 +36,6 @@ import math
 import threading
 import time
 import uuid
-from collections import OrderedDict
 from collections.abc import Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -49,6 +48,7 @@ from django.db import IntegrityError, connection, models, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from studio.caching import LruCache
 from studio.errors import ServiceError
 from studio.labeling import Labeling, labeling_from_snapshot
 from studio.labeling.llm import LLMError
@@ -93,12 +93,12 @@ _FIELDS = frozenset({"session", "step", "event_id", "lifeline", "timestamp", "in
 
 _MONITOR_LOCK = threading.RLock()
 _CACHE_LOCK = threading.Lock()
-_RULESETS: OrderedDict[tuple, RuleSet] = OrderedDict()
 _RULESETS_MAX = 64
-_MONITORS: OrderedDict[tuple[int, str], _Live] = OrderedDict()
+_RULESETS: LruCache[tuple, RuleSet] = LruCache(_RULESETS_MAX)
 _MONITORS_MAX = 2048
-_LABELINGS: OrderedDict[tuple, Labeling] = OrderedDict()
+_MONITORS: LruCache[tuple[int, str], _Live] = LruCache(_MONITORS_MAX)
 _LABELINGS_MAX = 256
+_LABELINGS: LruCache[tuple, Labeling] = LruCache(_LABELINGS_MAX)
 
 
 # A workspace's live context (its live rule versions and labeling) is read for
@@ -110,10 +110,10 @@ _CONTEXTS: dict[int, tuple[float, Context]] = {}
 
 
 def clear_caches() -> None:
+    _RULESETS.clear()
+    _MONITORS.clear()
+    _LABELINGS.clear()
     with _CACHE_LOCK:
-        _RULESETS.clear()
-        _MONITORS.clear()
-        _LABELINGS.clear()
         _CONTEXTS.clear()
     causal_guards.clear()
 
@@ -126,17 +126,12 @@ def forget_contexts(**_signal) -> None:
 def _cached_ruleset(versions: list[LiveVersion]) -> RuleSet:
     """The compiled rules (as ``studio.rules.monitoring.ruleset_for`` builds them)."""
     key = tuple((v.rule, v.id) for v in versions)
-    with _CACHE_LOCK:
-        found = _RULESETS.get(key)
-        if found is not None:
-            _RULESETS.move_to_end(key)
-            return found
+    found = _RULESETS.get(key)
+    if found is not None:
+        return found
     with _MONITOR_LOCK:
         built = RuleSet([(v.rule, v.formula, v.counting or None) for v in versions])
-    with _CACHE_LOCK:
-        _RULESETS[key] = built
-        while len(_RULESETS) > _RULESETS_MAX:
-            _RULESETS.popitem(last=False)
+    _RULESETS.put(key, built)
     return built
 
 
@@ -159,20 +154,14 @@ def _take_live(workspace_pk: int, external_id: str, context: Context) -> _Live |
     """The session's monitor as this process left it, for the live rule versions.  Taken out of
     the cache: the caller owns it until it puts it back (after commit); whether it still fits the
     stored events is for the caller to check (``_bring_up_to_date``)."""
-    with _CACHE_LOCK:
-        live = _MONITORS.pop((workspace_pk, external_id), None)
+    live = _MONITORS.pop((workspace_pk, external_id), None)
     if live is None or live.versions != context.versions_key:
         return None
     return live
 
 
 def _keep_live(workspace_pk: int, external_id: str, live: _Live) -> None:
-    with _CACHE_LOCK:
-        key = (workspace_pk, external_id)
-        _MONITORS[key] = live
-        _MONITORS.move_to_end(key)
-        while len(_MONITORS) > _MONITORS_MAX:
-            _MONITORS.popitem(last=False)
+    _MONITORS.put((workspace_pk, external_id), live)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -212,14 +201,10 @@ def _labeling(workspace: Workspace) -> Labeling:
     snapshot = monitoring.labeler_snapshot(workspace)
     key = tuple((d["atom"], d["kind"], json.dumps(d["config"], sort_keys=True))
                 for d in snapshot)
-    with _CACHE_LOCK:
-        found = _LABELINGS.get(key)
+    found = _LABELINGS.get(key)
     if found is None:
         found = labeling_from_snapshot(snapshot)
-        with _CACHE_LOCK:
-            _LABELINGS[key] = found
-            while len(_LABELINGS) > _LABELINGS_MAX:
-                _LABELINGS.popitem(last=False)
+        _LABELINGS.put(key, found)
     return found
 
 

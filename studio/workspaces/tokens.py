@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import hmac
 import re
-import threading
 import time
-from collections import OrderedDict
 
 from django.conf import settings
 from django.utils import timezone
+
+from studio.caching import LruCache
 
 from .models import TOKEN_PREFIX_LENGTH, ApiToken, hash_token
 
@@ -36,14 +36,12 @@ _PREFIX = re.compile(f"[0-9a-f]{{{TOKEN_PREFIX_LENGTH}}}")
 # roles the token acts with (its creator's current roles among its own), read with it.  Revoking
 # a token or changing a membership clears this process's entries at once; other server
 # processes honour the change within the TTL.
-_TOKEN_CACHE: OrderedDict[str, tuple[float, ApiToken]] = OrderedDict()
-_TOKEN_CACHE_LOCK = threading.Lock()
 _TOKEN_CACHE_MAX = 1000
+_TOKEN_CACHE: LruCache[str, tuple[float, ApiToken]] = LruCache(_TOKEN_CACHE_MAX)
 
 
 def forget_cached_tokens() -> None:
-    with _TOKEN_CACHE_LOCK:
-        _TOKEN_CACHE.clear()
+    _TOKEN_CACHE.clear()
 
 
 def find_token(raw: str) -> ApiToken | None:
@@ -53,8 +51,7 @@ def find_token(raw: str) -> ApiToken | None:
         return None  # not one of ours: no query (and no odd bytes sent to the database)
     digest = hash_token(raw)
     ttl = settings.TOKEN_CACHE_SECONDS
-    with _TOKEN_CACHE_LOCK:
-        cached = _TOKEN_CACHE.get(digest)
+    cached = _TOKEN_CACHE.get(digest)
     if cached is not None and cached[0] > time.monotonic():
         token = cached[1]
     else:
@@ -64,10 +61,7 @@ def find_token(raw: str) -> ApiToken | None:
             return None
         token.acting_roles = token.current_roles()
         if ttl > 0:
-            with _TOKEN_CACHE_LOCK:
-                _TOKEN_CACHE[digest] = (time.monotonic() + ttl, token)
-                while len(_TOKEN_CACHE) > _TOKEN_CACHE_MAX:
-                    _TOKEN_CACHE.popitem(last=False)
+            _TOKEN_CACHE.put(digest, (time.monotonic() + ttl, token))
     now = timezone.now()
     if token.last_used_at is None or (now - token.last_used_at).total_seconds() > 60:
         token.last_used_at = now

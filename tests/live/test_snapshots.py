@@ -3,12 +3,12 @@ saw every stored event in step order, whichever process takes which delivery, wh
 process still remembers, and however far the saved snapshot lags."""
 
 import random
-from collections import OrderedDict
 
 import pytest
 from django.db.models import F
 
 from bench.workloads import RULES_20, agent_events
+from studio.caching import LruCache
 from studio.labeling import Labeling
 from studio.live import services
 from studio.monitor import RuleSet, SessionMonitor
@@ -72,13 +72,13 @@ class Processes:
     committed (the callbacks run, as after a real commit)."""
 
     def __init__(self, monkeypatch, capture, count):
-        self.caches = [OrderedDict() for _ in range(count)]
+        self.caches = [LruCache(services._MONITORS_MAX) for _ in range(count)]
         self.monkeypatch = monkeypatch
         self.capture = capture
 
     def _enter(self, which):
         if which is None:  # a process that never saw the session
-            self.monkeypatch.setattr(services, "_MONITORS", OrderedDict())
+            self.monkeypatch.setattr(services, "_MONITORS", LruCache(services._MONITORS_MAX))
         else:
             self.monkeypatch.setattr(services, "_MONITORS", self.caches[which])
 
