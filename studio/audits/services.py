@@ -42,7 +42,6 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from functools import partial
@@ -54,6 +53,7 @@ from django.utils import timezone
 
 from studio.errors import ServiceError
 from studio.bulkwork import fewer_collections
+from studio.caching import LruCache
 from studio.labeling import LabelerConfigError, Labeling, labeling_from_snapshot
 from studio.labeling.llm import LLMError, config_from_env
 from studio.logic.parser import FormulaSyntaxError
@@ -341,7 +341,7 @@ def prepared_rules(run: AuditRun) -> tuple[RuleSet, Labeling, list[int]]:
     """
     cache = getattr(_prepared, "cache", None)
     if cache is None:
-        cache = _prepared.cache = OrderedDict()
+        cache = _prepared.cache = LruCache(_PREPARED_KEEP)
     versions = list(run.rule_versions.select_related("rule").order_by("rule__name", "id"))
     key = (tuple((v.id, v.rule.name, v.formula) for v in versions),
            json.dumps(run.labelers, sort_keys=True))
@@ -349,11 +349,7 @@ def prepared_rules(run: AuditRun) -> tuple[RuleSet, Labeling, list[int]]:
     if found is None:
         found = (ruleset_for(versions), labeling_from_snapshot(run.labelers),
                  [v.id for v in versions])
-        cache[key] = found
-        while len(cache) > _PREPARED_KEEP:
-            cache.popitem(last=False)
-    else:
-        cache.move_to_end(key)
+        cache.put(key, found)
     ruleset, labeling, version_ids = found
     return ruleset, labeling.corrected(label_corrections(run.workspace_id)), version_ids
 

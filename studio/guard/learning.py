@@ -39,7 +39,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import OrderedDict
 from contextlib import contextmanager
 from datetime import timedelta
 from itertools import groupby
@@ -50,6 +49,7 @@ from django.db import models, transaction
 from django.utils import timezone
 
 from studio.audits.services import _answered_in_groups, _events, monitor_event
+from studio.caching import LruCache
 from studio.errors import ServiceError
 from studio.labeling.llm import LLMError
 from studio.live import services as live
@@ -402,8 +402,8 @@ def _learn(row: LearnedRiskModel, phases: dict[str, float]) -> tuple[RiskModel, 
 
 _LOCK = threading.Lock()
 _NEWEST: dict[tuple, tuple[float, int | None]] = {}   # (workspace, versions) -> (until, id)
-_MODELS: OrderedDict[int, RiskModel] = OrderedDict()  # record id -> loaded model
 _MODELS_MAX = 16
+_MODELS: LruCache[int, RiskModel] = LruCache(_MODELS_MAX)  # record id -> loaded model
 
 
 def forget_newest(workspace_id: int | None = None) -> None:
@@ -416,7 +416,7 @@ def forget_newest(workspace_id: int | None = None) -> None:
 def clear_caches() -> None:
     with _LOCK:
         _NEWEST.clear()
-        _MODELS.clear()
+    _MODELS.clear()
 
 
 def newest_ready_id(workspace: Workspace, versions) -> int | None:
@@ -452,20 +452,15 @@ def current_model(workspace: Workspace, versions_key) -> RiskModel | None:
                 _NEWEST[key] = (now + ttl, pk)
     if pk is None:
         return None
-    with _LOCK:
-        model = _MODELS.get(pk)
-        if model is not None:
-            _MODELS.move_to_end(pk)
-            return model if model is not _UNREADABLE else None
+    model = _MODELS.get(pk)
+    if model is not None:
+        return model if model is not _UNREADABLE else None
     try:
         model = load_model(pk)
     except ModelUnreadable as exc:
         log.warning("risk model %s cannot be loaded: %s", pk, exc)
         model = _UNREADABLE
-    with _LOCK:
-        model = _MODELS.setdefault(pk, model)
-        while len(_MODELS) > _MODELS_MAX:
-            _MODELS.popitem(last=False)
+    model = _MODELS.put_if_absent(pk, model)
     return model if model is not _UNREADABLE else None
 
 
