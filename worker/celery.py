@@ -1,17 +1,14 @@
 import os
 from pathlib import Path
 
-from celery import Celery
 from celery.signals import beat_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "studio.settings")
 
-app = Celery("studio")
-# Every Celery setting lives in Django settings as CELERY_<NAME>, next to what it depends on.
-app.config_from_object("django.conf:settings", namespace="CELERY")
-# tasks.py of every installed Django app, plus worker/tasks.py where the thin tasks live.
-app.autodiscover_tasks()
-app.autodiscover_tasks(["worker"])
+# The one Celery app, made (and configured from Django settings) where the apps enqueue by name.
+from studio.tasks import app  # noqa: E402 - after the settings module is named
+
+__all__ = ["app"]
 
 
 @beat_init.connect

@@ -4,12 +4,4 @@ Each concern keeps its tasks in its own module here; this module imports them so
 autodiscovery (``worker.tasks``) registers them all.
 """
 
-from importlib import import_module
-
-for _module in ("worker.uploads", "worker.audits", "worker.live", "worker.retention",
-                "worker.guard"):
-    try:
-        import_module(_module)
-    except ModuleNotFoundError as exc:  # a concern not built yet
-        if exc.name != _module:
-            raise
+from worker import audits, guard, live, retention, uploads  # noqa: F401 - registers the tasks

@@ -61,13 +61,7 @@ def _register_routers() -> None:
                                 ("traces.api", "/w/"),
                                 ("audits.api", "/w/"), ("evidence.api", "/w/"), ("live.api", "/"),
                                 ("guard.api", "/")]:
-        try:
-            module = import_module(f"studio.{module_name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"studio.{module_name}":
-                raise
-            continue
-        api.add_router(prefix, module.router)
+        api.add_router(prefix, import_module(f"studio.{module_name}").router)
 
 
 _register_routers()

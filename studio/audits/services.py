@@ -44,13 +44,13 @@ import logging
 import threading
 from collections.abc import Callable, Iterator
 from datetime import timedelta
-from functools import partial
 
 from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from studio import tasks
 from studio.errors import ServiceError
 from studio.bulkwork import fewer_collections
 from studio.caching import LruCache
@@ -210,8 +210,7 @@ def create_run(workspace, rule_set, upload, versions, snapshot: list[dict], by,
         if not waiting:
             record(workspace, None, LogAction.AUDIT_FINISHED, run, sessions=len(session_ids),
                    batches=len(chunks))
-        transaction.on_commit(partial(_enqueue, run.id,
-                                      [b.id for b in batches[len(ready_chunks):]]))
+        _enqueue(run.id, [b.id for b in batches[len(ready_chunks):]])
     return run
 
 
@@ -258,7 +257,7 @@ def resume_audit(run: AuditRun, by=None) -> int:
         run.save(update_fields=["status", "finished_at", "error", "requeued_at"])
         record(run.workspace, by, LogAction.AUDIT_RESUMED, run, batches=len(ids),
                failed_batches=failed)
-        transaction.on_commit(partial(_enqueue, run.id, ids))
+        _enqueue(run.id, ids)
     return len(ids)
 
 
@@ -290,7 +289,7 @@ def requeue_stalled_audits(stall_seconds: float | None = None) -> list[int]:
                 continue
             record(run.workspace, None, LogAction.AUDIT_REQUEUED, run, batches=len(ids),
                    reason=f"no progress for {stall:.0f} s")
-            transaction.on_commit(partial(_enqueue, run.id, ids))
+            _enqueue(run.id, ids)
         log.warning("audit %s made no progress for %.0f s: %d batches enqueued again", run.id,
                     stall, len(ids))
         requeued.append(run.id)
@@ -308,20 +307,19 @@ def queue_unavailable_message(run_id: int) -> str:
 
 
 def _enqueue(run_id: int, batch_ids: list[int]) -> None:
-    from kombu.exceptions import OperationalError as BrokerError
+    """Run the batches in workers, once the current transaction commits; a QueueUnavailable
+    from the commit when the broker cannot be reached."""
 
-    from worker.audits import run_audit_batch  # the worker imports this module
-
-    try:
-        for batch_id in batch_ids:
-            run_audit_batch.delay(batch_id)
-    except BrokerError as exc:
+    def unavailable(exc) -> None:
         # The run is stored; its batches wait.  Resuming enqueues them again (duplicates of
         # those that did get through are harmless).
         log.warning("audit %s: the broker is unavailable (%s); batches not enqueued", run_id, exc)
         message = queue_unavailable_message(run_id)
         AuditRun.objects.filter(pk=run_id).update(error=message)
         raise QueueUnavailable(message) from None
+
+    tasks.enqueue_each(tasks.RUN_AUDIT_BATCH, [(batch_id,) for batch_id in batch_ids],
+                       unavailable=unavailable)
 
 
 # ---------------------------------------------------------------------------------------------

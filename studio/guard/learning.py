@@ -48,6 +48,7 @@ from django.conf import settings
 from django.db import models, transaction
 from django.utils import timezone
 
+from studio import tasks
 from studio.audits.services import _answered_in_groups, _events, monitor_event
 from studio.caching import LruCache
 from studio.errors import ServiceError
@@ -202,7 +203,7 @@ def request_model(workspace: Workspace, actor=None, reason: str = "on demand",
         made = LearnedRiskModel.objects.create(workspace=workspace, versions=key,
                                                reason=reason[:200], requested_by=user)
         record(workspace, actor, LogAction.RISK_MODEL_REQUESTED, made, versions=key, reason=reason)
-        transaction.on_commit(lambda: _enqueue(made.pk))
+        _enqueue(made.pk)
     return made
 
 
@@ -218,25 +219,24 @@ def _queue_follow_up(workspace_id: int, follow_up: dict) -> LearnedRiskModel:
         workspace_id=workspace_id, versions=key_of(follow_up["versions"]),
         reason=str(follow_up.get("reason") or "asked for while another was learned")[:200],
         requested_by_id=asked_by)
-    transaction.on_commit(lambda: _enqueue(made.pk))
+    _enqueue(made.pk)
     return made
 
 
 def _enqueue(record_id: int) -> None:
-    from kombu.exceptions import OperationalError as BrokerError
+    """Learn the model in a worker (its own queue), once the current transaction commits."""
 
-    from worker.guard import learn_risk_model  # the worker imports this module
-
-    limit = settings.GUARD_MODEL_TIME_LIMIT
-    try:
-        # Past the soft limit the task stops and stores why; the hard one ends its process.
-        learn_risk_model.apply_async((record_id,), soft_time_limit=limit, time_limit=limit + 30)
-    except BrokerError as exc:
+    def unavailable(exc) -> None:
         log.warning("risk model %s: the broker is unavailable (%s)", record_id, exc)
         LearnedRiskModel.objects.filter(pk=record_id, status=ModelStatus.QUEUED).update(
             status=ModelStatus.FAILED, finished_at=timezone.now(),
             error="the task queue is unavailable, so the model was not queued; learn again "
                   "once it is back")
+
+    limit = settings.GUARD_MODEL_TIME_LIMIT
+    # Past the soft limit the task stops and stores why; the hard one ends its process.
+    tasks.enqueue(tasks.LEARN_RISK_MODEL, record_id, unavailable=unavailable,
+                  soft_time_limit=limit, time_limit=limit + 30)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -37,7 +37,6 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
-from functools import partial
 from pathlib import Path
 
 from django.conf import settings
@@ -52,6 +51,7 @@ from django.db import (
 from django.db.models import F, OuterRef, Subquery
 from django.utils import timezone
 
+from studio import tasks
 from studio.bulkwork import fewer_collections
 from studio.errors import Conflict, ServiceError
 from studio.workspaces.acting import acting_user
@@ -170,7 +170,7 @@ def create_upload(workspace: Workspace, file, format: str, options: dict | None 
                        format=format,
                        sha256=sha256, size=size, audit=audit,
                        rule_set=rule_set.name if audit and rule_set is not None else None)
-                transaction.on_commit(partial(enqueue_parse, upload.pk))
+                enqueue_parse(upload.pk)
         except IntegrityError:
             # The same file, uploaded at the same moment: the first one stored is the upload.
             existing = Upload.objects.filter(workspace=workspace, sha256=sha256).first()
@@ -221,7 +221,7 @@ def _again(existing: Upload, format: str, options: dict, audit: bool = False, ru
                        field="file")
     if existing.status == UploadStatus.RECEIVED:
         # Its parse task may never have reached a broker; enqueueing again is harmless.
-        transaction.on_commit(partial(enqueue_parse, existing.pk))
+        enqueue_parse(existing.pk)
     resumed = False
     if existing.status == UploadStatus.FAILED:
         # Sending the file again is how a person retries: it parses on from where it stopped.
@@ -254,7 +254,7 @@ def resume_upload(upload: Upload, by=None) -> Upload:
                                    "requeued_at"])
         record(locked.workspace, by, LogAction.UPLOAD_RESUMED, locked, items_done=locked.items_done,
                events=locked.events_stored, failure=failure[:500])
-        transaction.on_commit(partial(enqueue_parse, locked.pk))
+        enqueue_parse(locked.pk)
     return locked
 
 
@@ -274,17 +274,16 @@ def _audit_again(existing: Upload, rule_set, by) -> None:
     existing.refresh_from_db()
 
 
-def enqueue_parse(upload_id: int) -> None:
-    from kombu.exceptions import OperationalError as BrokerError
+def enqueue_parse(upload_id: int, after_commit: bool = True) -> None:
+    """Parse the upload in a worker, once the current transaction commits (or at once)."""
 
-    from worker.uploads import parse_upload_task
-
-    try:
-        parse_upload_task.delay(upload_id)
-    except BrokerError:
+    def unavailable(exc) -> None:
         # The upload is stored and stays "received"; beat's sweeper enqueues it again within a
         # minute or two (as does uploading the same file again).
         logger.warning("upload %s: the broker is unavailable; parsing not enqueued", upload_id)
+
+    tasks.enqueue(tasks.PARSE_UPLOAD, upload_id, after_commit=after_commit,
+                  unavailable=unavailable)
 
 
 # An upload no worker has claimed this long after it was accepted is enqueued again.
@@ -316,7 +315,7 @@ def requeue_stalled_uploads(stall_seconds: float | None = None) -> list[int]:
                 requeued_at=now):
             logger.warning("upload %s not started, or no progress for %.0f s: parse enqueued "
                            "again", upload.pk, stall)
-            enqueue_parse(upload.pk)
+            enqueue_parse(upload.pk, after_commit=False)  # the claim above is committed
             requeued.append(upload.pk)
     return requeued
 

@@ -35,6 +35,7 @@ from collections.abc import Iterable, Mapping
 from django.db import connection, transaction
 from django.utils import timezone
 
+from studio import tasks
 from studio.logic import vocabulary as pure
 
 from .models import Event, VocabularyEntry
@@ -295,18 +296,16 @@ def forget_erased_values(workspace) -> None:
     counts are recounted from the events left once the erasure commits."""
     VocabularyEntry.objects.filter(workspace=workspace).exclude(examples=[]).update(examples=[])
     workspace_id = workspace.pk
-    transaction.on_commit(lambda: enqueue_rebuild(workspace_id))
+    enqueue_rebuild(workspace_id)
 
 
 def enqueue_rebuild(workspace_id: int) -> None:
-    from kombu.exceptions import OperationalError as BrokerError
+    """Recount the workspace's vocabulary in a worker, once the current transaction commits."""
 
-    from worker.uploads import rebuild_vocabulary_task
-
-    try:
-        rebuild_vocabulary_task.delay(workspace_id)
-    except BrokerError:
+    def unavailable(exc) -> None:
         # The examples are already gone; the counts stay high until `manage.py
         # rebuild_vocabulary` runs or the next erasure enqueues a recount.
         logger.warning("workspace %s: the broker is unavailable; vocabulary recount not "
                        "enqueued", workspace_id)
+
+    tasks.enqueue(tasks.REBUILD_VOCABULARY, workspace_id, unavailable=unavailable)

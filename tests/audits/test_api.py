@@ -307,7 +307,7 @@ def test_without_a_task_queue_the_run_is_kept_and_can_be_resumed(team, monkeypat
     def down(*args, **kwargs):
         raise OperationalError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
 
-    monkeypatch.setattr(run_audit_batch, "delay", down)
+    monkeypatch.setattr(run_audit_batch, "apply_async", down)
     response = Api(team.auditor).post("acme/audits")
     run = AuditRun.objects.get()
     assert response.status_code == 503
@@ -334,7 +334,7 @@ def test_a_run_whose_batches_run_without_a_resume_drops_the_stale_queue_error(te
     def down(*args, **kwargs):
         raise OperationalError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
 
-    monkeypatch.setattr(run_audit_batch, "delay", down)
+    monkeypatch.setattr(run_audit_batch, "apply_async", down)
     assert Api(team.auditor).post("acme/audits").status_code == 503
     monkeypatch.undo()
     run = AuditRun.objects.get()

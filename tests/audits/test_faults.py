@@ -218,7 +218,7 @@ def test_an_upload_accepted_while_the_broker_was_down_is_parsed_by_the_sweeper(
     from worker.uploads import parse_upload_task
 
     settings.UPLOAD_ROOT = tmp_path
-    monkeypatch.setattr(parse_upload_task, "delay", _broker_down)
+    monkeypatch.setattr(parse_upload_task, "apply_async", _broker_down)
     with django_capture_on_commit_callbacks(execute=True):
         upload, created = traces.create_upload(
             team.workspace, SimpleUploadedFile("log.jsonl", b'{"session": "s", "output": "x"}\n'),
@@ -245,7 +245,7 @@ def test_starting_an_audit_without_a_task_queue_is_a_503_with_retry_after(monkey
     team = make_team()
     add_rule(team, "no_error", "G !error")
     add_sessions(team, {"s": [{"labels": ["error"]}]})
-    monkeypatch.setattr(run_audit_batch, "delay", _broker_down)
+    monkeypatch.setattr(run_audit_batch, "apply_async", _broker_down)
     response = Api(user=team.auditor).post("w/acme/audits")
     assert response.status_code == 503
     assert int(response["Retry-After"]) > 0

@@ -20,6 +20,7 @@ from django.db import connection
 from django.test.utils import override_settings
 from django.utils import timezone
 
+from studio import tasks
 from studio.guard import learning
 from studio.guard.models import LearnedRiskModel, ModelStatus
 from studio.labeling import Labeling
@@ -372,7 +373,7 @@ def test_edits_while_one_runs_leave_one_follow_up(team, monkeypatch,
     assert follow.status == ModelStatus.QUEUED and follow.versions == final_key
     assert follow.reason == "the live rules changed"
     # Exactly one task is sent, after the commit (the rest: the edits' signals).
-    sends = [f for f in enqueued if "_queue_follow_up" in f.__qualname__]
+    sends = [f for f in enqueued if getattr(f, "task_name", None) == tasks.LEARN_RISK_MODEL]
     assert len(sends) == 1 and len(enqueued) == 4
     with django_capture_on_commit_callbacks(execute=True):
         for callback in enqueued:   # the signals find the follow-up asked for; the task runs

@@ -1,0 +1,93 @@
+"""Background work, enqueued by task name once the transaction commits.
+
+The studio's apps hand work to Celery only through ``enqueue``: they name the task (the names
+below) and never import ``worker/``, whose thin tasks import the apps' services in turn.  The
+Celery app is made here, so a web process has the configured app without loading any task;
+``celery -A worker`` takes this same app (worker/celery.py) and finds the tasks.
+
+With no broker configured (CELERY_TASK_ALWAYS_EAGER: development and tests) a task sent by name
+would never run, so there the task is looked up in the app's registry and run in-process, as
+``.delay()`` would.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from celery import Celery
+from django.db import transaction
+from kombu.exceptions import OperationalError as BrokerUnavailable
+
+# Celery's Django support is switched on when the app is made, from this variable.
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "studio.settings")
+
+app = Celery("studio")
+# Every Celery setting lives in Django settings as CELERY_<NAME>, next to what it depends on.
+app.config_from_object("django.conf:settings", namespace="CELERY")
+# tasks.py of every installed Django app, plus worker/tasks.py where the thin tasks live: named
+# here, imported by a worker (or, in eager mode, by the first enqueue), never by the apps.
+app.autodiscover_tasks()
+app.autodiscover_tasks(["worker"])
+
+# The tasks the apps enqueue, by the names the worker registers them under.
+PARSE_UPLOAD = "worker.uploads.parse_upload_task"
+REBUILD_VOCABULARY = "worker.uploads.rebuild_vocabulary_task"
+RUN_AUDIT_BATCH = "worker.audits.run_audit_batch"
+LEARN_RISK_MODEL = "worker.guard.learn_risk_model"
+
+__all__ = ["BrokerUnavailable", "app", "enqueue", "enqueue_each", "PARSE_UPLOAD",
+           "REBUILD_VOCABULARY", "RUN_AUDIT_BATCH", "LEARN_RISK_MODEL"]
+
+
+def enqueue(name: str, *args, unavailable: Callable[[BrokerUnavailable], None],
+            queue: str | None = None, after_commit: bool = True, **options) -> None:
+    """Send the task ``name`` with ``args`` once the current transaction commits (at once
+    outside one, or with ``after_commit=False``).  ``unavailable`` is called with the error when
+    the broker cannot be reached: each caller says what an outage means for its work (the
+    sweeper picks it up later, or the request fails).  ``options`` go to Celery
+    (``soft_time_limit``, ``time_limit``, ...); ``queue`` overrides settings' routes."""
+    enqueue_each(name, [args], unavailable=unavailable, queue=queue, after_commit=after_commit,
+                 **options)
+
+
+def enqueue_each(name: str, each_args: Iterable[tuple], *,
+                 unavailable: Callable[[BrokerUnavailable], None], queue: str | None = None,
+                 after_commit: bool = True, **options) -> None:
+    """``enqueue`` for several calls of one task (one tuple of arguments each), in order, after
+    one commit; the first broker error ends the sending and goes to ``unavailable``."""
+    if queue is not None:
+        options["queue"] = queue
+    send = Sending(name, [tuple(a) for a in each_args], unavailable, options)
+    if after_commit:
+        transaction.on_commit(send)
+    else:
+        send()
+
+
+@dataclass(frozen=True)
+class Sending:
+    """The sending of one task's calls (what waits for the commit): ``task_name`` says which."""
+
+    task_name: str
+    each_args: list[tuple]
+    unavailable: Callable[[BrokerUnavailable], None]
+    options: dict
+
+    def __call__(self) -> None:
+        try:
+            for args in self.each_args:
+                _send(self.task_name, args, self.options)
+        except BrokerUnavailable as exc:
+            self.unavailable(exc)
+
+
+def _send(name: str, args: tuple, options: dict) -> None:
+    if app.conf.task_always_eager:
+        # send_task bypasses eager mode: run the registered task in-process, as .delay() does.
+        if name not in app.tasks:
+            app.loader.import_default_modules()  # the worker's task modules, named above
+        app.tasks[name].apply_async(args, **options)
+    else:
+        app.send_task(name, args, **options)
