@@ -53,6 +53,10 @@ def _shot(browser, name: str) -> None:
 
 
 def _sign_in(browser, base: str, who: str) -> None:
+    # Leave the old page first: a request of its still in flight would answer after the
+    # cookies are gone and set its CSRF cookie again (Django renews it on every answer that
+    # renders a token), so the sign-in form's token would no longer match.
+    browser.get("about:blank")
     browser.delete_all_cookies()
     browser.get(base + "/accounts/login/")
     browser.find_element(By.ID, "id_username").send_keys(who)
