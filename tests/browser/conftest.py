@@ -8,6 +8,8 @@ import shutil
 import tempfile
 
 import pytest
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
@@ -37,3 +39,18 @@ def browser():
     yield driver
     driver.quit()
     shutil.rmtree(profile, ignore_errors=True)
+
+
+def sign_in(browser, base: str, username: str, password: str) -> None:
+    """Sign in through the sign-in page as a person would, as nobody else."""
+    # Leave the old page first: a request of its still in flight would answer after the
+    # cookies are gone and set its CSRF cookie again (Django renews it on every answer that
+    # renders a token), so the sign-in form's token would no longer match.
+    browser.get("about:blank")
+    browser.delete_all_cookies()
+    browser.get(base + "/accounts/login/")
+    browser.find_element(By.ID, "id_username").send_keys(username)
+    browser.find_element(By.ID, "id_password").send_keys(password)
+    browser.find_element(By.CSS_SELECTOR, "main button[type=submit]").click()
+    # Not the sign-in page's own heading: wait for the navigation to end somewhere else.
+    WebDriverWait(browser, 10).until(lambda b: "/accounts/login/" not in b.current_url)

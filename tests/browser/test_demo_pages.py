@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from django.core.management import call_command
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import WebDriverWait
 
 from studio.audits.models import AuditRun
 from studio.traces.models import TraceSession
 
+from .conftest import sign_in
 from .test_scenario import _shot, _wait_for_text
 
 
@@ -19,12 +19,7 @@ def test_the_demo_report_sessions_evidence_and_live_pages(browser, live_server,
     settings.UPLOAD_ROOT = tmp_path
     call_command("load_demo", verbosity=0)
     base = live_server.url
-    browser.delete_all_cookies()
-    browser.get(base + "/accounts/login/")
-    browser.find_element(By.ID, "id_username").send_keys("ann")
-    browser.find_element(By.ID, "id_password").send_keys("demo-password")
-    browser.find_element(By.CSS_SELECTOR, "main button[type=submit]").click()
-    WebDriverWait(browser, 10).until(lambda b: "/accounts/login/" not in b.current_url)
+    sign_in(browser, base, "ann", "demo-password")
     _wait_for_text(browser, "h1", "Demo")
     _shot(browser, "workspace")
 

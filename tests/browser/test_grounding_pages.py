@@ -19,7 +19,8 @@ from studio.traces.models import Upload, UploadStatus
 from studio.workspaces.models import Role
 from studio.workspaces.services import create_user, create_workspace
 
-from .test_scenario import PASSWORD, _shot, _sign_in, _wait_for_text
+from .conftest import sign_in
+from .test_scenario import PASSWORD, _shot, _wait_for_text
 
 REFUND = "Never promise a refund over 500 dollars without a manager's approval"
 
@@ -63,7 +64,7 @@ def support(transactional_db, settings, tmp_path):
 
 def test_the_refund_sentence_grounds_on_the_refunds_own_amount(browser, live_server, support):
     base = live_server.url
-    _sign_in(browser, base, "ann")
+    sign_in(browser, base, "ann", PASSWORD["ann"])
     browser.get(f"{base}/w/support/rules/")
     browser.find_element(By.ID, "id_english").send_keys(REFUND)
     browser.find_element(By.CSS_SELECTOR, "#english-heading ~ form button[type=submit]").click()

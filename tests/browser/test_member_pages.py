@@ -8,21 +8,16 @@ from selenium.webdriver.support.ui import WebDriverWait
 from studio.workspaces.models import ApiToken
 from studio.workspaces.services import create_user, create_workspace
 
+from .conftest import sign_in
 
-def _sign_in(browser, url, username, password):
-    browser.delete_all_cookies()
-    browser.get(url + "/accounts/login/")
-    browser.find_element(By.ID, "id_username").send_keys(username)
-    browser.find_element(By.ID, "id_password").send_keys(password)
-    browser.find_element(By.CSS_SELECTOR, "main button[type=submit]").click()
-    WebDriverWait(browser, 10).until(lambda b: "/accounts/login/" not in b.current_url)
+
 
 
 def test_create_a_token_see_it_once_and_revoke_it_after_confirming(browser, live_server,
                                                                     transactional_db):
     ann = create_user("ann", "correct horse battery")
     create_workspace("Payments", owner=ann, slug="payments")
-    _sign_in(browser, live_server.url, "ann", "correct horse battery")
+    sign_in(browser, live_server.url, "ann", "correct horse battery")
     browser.get_log("browser")  # drop earlier messages
 
     browser.get(live_server.url + "/w/payments/")
@@ -55,7 +50,7 @@ def test_dismissing_the_confirmation_removes_nobody(browser, live_server, transa
     from studio.workspaces.services import add_member
 
     add_member(workspace, bob, "auditor")
-    _sign_in(browser, live_server.url, "ann", "correct horse battery")
+    sign_in(browser, live_server.url, "ann", "correct horse battery")
 
     browser.get(live_server.url + "/w/payments/members/")
     browser.find_element(By.XPATH, "//tr[th[starts-with(normalize-space(), 'bob')]]"

@@ -8,22 +8,15 @@ from __future__ import annotations
 
 from django.core.management import call_command
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import WebDriverWait
 
 from studio.evidence.models import RuleCase
 from studio.rules import services as rules
 from studio.rules.models import Rule
 
+from .conftest import sign_in
 from .test_scenario import _shot, _wait_for_text
 
 
-def _sign_in(browser, base: str, who: str) -> None:
-    browser.delete_all_cookies()
-    browser.get(base + "/accounts/login/")
-    browser.find_element(By.ID, "id_username").send_keys(who)
-    browser.find_element(By.ID, "id_password").send_keys("demo-password")
-    browser.find_element(By.CSS_SELECTOR, "main button[type=submit]").click()
-    WebDriverWait(browser, 10).until(lambda b: "/accounts/login/" not in b.current_url)
 
 
 def test_cases_and_what_would_change_on_the_review_page(browser, live_server, transactional_db,
@@ -37,7 +30,7 @@ def test_cases_and_what_would_change_on_the_review_page(browser, live_server, tr
     ann = get_user_model().objects.get(username="ann")
     version = rules.new_version(rule, ann, "G(take -> F[1,2] examine)")
 
-    _sign_in(browser, base, "ann")
+    sign_in(browser, base, "ann", "demo-password")
     browser.get(f"{base}/w/demo/rules/{rule.id}/?v={version.number}")
     _wait_for_text(browser, "#review-aids", "Keep as a test case")
     browser.find_element(By.CSS_SELECTOR,

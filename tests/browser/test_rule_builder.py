@@ -15,7 +15,8 @@ from studio.live import services as live
 from studio.rules.models import Rule
 from studio.workspaces.models import Role
 from studio.workspaces.services import create_user, create_workspace
-from tests.browser.test_scenario import PASSWORD, _follow, _shot, _sign_in, _wait_for_text
+from .conftest import sign_in
+from tests.browser.test_scenario import PASSWORD, _follow, _shot, _wait_for_text
 
 FORMULA = ("G (output.args.amount > 500 & tool_call:issue_refund -> "
            "F[0,3] tool_call:escalate_to_human)")
@@ -55,7 +56,7 @@ def test_build_a_bounded_response_over_a_tool_argument_and_create_it(
     ])
     base = live_server.url
     browser.set_window_size(1280, 900)
-    _sign_in(browser, base, "ann")
+    sign_in(browser, base, "ann", PASSWORD["ann"])
     browser.get_log("browser")  # drop earlier messages
 
     browser.get(base + "/w/payments/rules/")

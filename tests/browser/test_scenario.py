@@ -22,6 +22,8 @@ from studio.rules.models import Labeler, Rule, VersionStatus
 from studio.workspaces.models import Role
 from studio.workspaces.services import add_member, create_user, create_workspace
 
+from .conftest import sign_in
+
 REPO = Path(__file__).resolve().parents[2]
 TEXTWORLD = REPO / "studio" / "web" / "demo" / "textworld.jsonl"
 SHOTS = REPO / "docs" / "screenshots"
@@ -52,18 +54,6 @@ def _shot(browser, name: str) -> None:
         browser.set_window_size(1280, 900)
 
 
-def _sign_in(browser, base: str, who: str) -> None:
-    # Leave the old page first: a request of its still in flight would answer after the
-    # cookies are gone and set its CSRF cookie again (Django renews it on every answer that
-    # renders a token), so the sign-in form's token would no longer match.
-    browser.get("about:blank")
-    browser.delete_all_cookies()
-    browser.get(base + "/accounts/login/")
-    browser.find_element(By.ID, "id_username").send_keys(who)
-    browser.find_element(By.ID, "id_password").send_keys(PASSWORD[who])
-    browser.find_element(By.CSS_SELECTOR, "main button[type=submit]").click()
-    # Not the sign-in page's own heading: wait for the navigation to end somewhere else.
-    WebDriverWait(browser, 10).until(lambda b: "/accounts/login/" not in b.current_url)
 
 
 # Finding an element and then reading its text are two round trips; a navigation in between
@@ -123,7 +113,7 @@ def test_write_approve_upload_audit_and_open_a_witness(browser, live_server, kit
     browser.set_window_size(1280, 900)
 
     # 1. ann writes a rule; the editor answers as she types.
-    _sign_in(browser, base, "ann")
+    sign_in(browser, base, "ann", PASSWORD["ann"])
     browser.get(base + "/w/kitchen/rules/")
     browser.find_element(By.ID, "id_name").send_keys("no_drop")
     formula = browser.find_element(By.ID, "id_formula")
@@ -141,7 +131,7 @@ def test_write_approve_upload_audit_and_open_a_witness(browser, live_server, kit
     assert rule.versions.get().status == VersionStatus.IN_REVIEW
 
     # 2. rob, another person, approves it.
-    _sign_in(browser, base, "rob")
+    sign_in(browser, base, "rob", PASSWORD["rob"])
     browser.get(f"{base}/w/kitchen/rules/{rule.id}/")
     browser.find_element(By.ID, "id_comment").send_keys("Matches the written policy.")
     _shot(browser, "rule-review")
@@ -150,7 +140,7 @@ def test_write_approve_upload_audit_and_open_a_witness(browser, live_server, kit
     assert rule.versions.get().status == VersionStatus.APPROVED
 
     # 3. ann uploads the TextWorld log and audits it.
-    _sign_in(browser, base, "ann")
+    sign_in(browser, base, "ann", PASSWORD["ann"])
     browser.get(base + "/w/kitchen/uploads/")
     log = tmp_path / "textworld.jsonl"
     shutil.copyfile(TEXTWORLD, log)

@@ -10,13 +10,12 @@ from __future__ import annotations
 import os
 
 from django.core.management import call_command
-from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import WebDriverWait
 
 from studio.audits.models import AuditRun
 from studio.rules.models import Labeler, Rule
 from studio.traces.models import TraceSession, Upload
 
+from .conftest import sign_in
 from .test_scenario import SHOTS, UNLABELLED_CONTROLS, _wait_for_text
 
 WIDTHS = (390, 1280)
@@ -66,17 +65,6 @@ return narrowest;
 """
 
 
-def _sign_in_as_ann(browser, base: str) -> None:
-    # Leave the old page first: a request of its still in flight would answer after the
-    # cookies are gone and set its CSRF cookie again (Django renews it on every answer that
-    # renders a token), so the sign-in form's token would no longer match.
-    browser.get("about:blank")
-    browser.delete_all_cookies()
-    browser.get(base + "/accounts/login/")
-    browser.find_element(By.ID, "id_username").send_keys("ann")
-    browser.find_element(By.ID, "id_password").send_keys("demo-password")
-    browser.find_element(By.CSS_SELECTOR, "main button[type=submit]").click()
-    WebDriverWait(browser, 10).until(lambda b: "/accounts/login/" not in b.current_url)
 
 
 def _demo_pages() -> dict[str, tuple[str, str]]:
@@ -118,7 +106,7 @@ def test_no_page_scrolls_sideways_at_390_or_1280_px(browser, live_server, transa
     settings.UPLOAD_ROOT = tmp_path
     call_command("load_demo", verbosity=0)
     base = live_server.url
-    _sign_in_as_ann(browser, base)
+    sign_in(browser, base, "ann", "demo-password")
     pages = _demo_pages()
     overflowing = []
     try:
@@ -156,7 +144,7 @@ def test_screenshots_at_a_phone_and_a_laptop_width(browser, live_server, transac
     settings.UPLOAD_ROOT = tmp_path
     call_command("load_demo", verbosity=0)
     base = live_server.url
-    _sign_in_as_ann(browser, base)
+    sign_in(browser, base, "ann", "demo-password")
     pages = _demo_pages()
     try:
         for width in WIDTHS:
