@@ -280,13 +280,13 @@ def breakdown(run, batches: int = 3) -> dict:
     for batch in list(run.batches.order_by("index"))[:batches]:
         ids = batch.session_ids
         t = time.perf_counter()
-        for _ in services._events(ids):
+        for _ in services.session_events(ids):
             out["rows"] += 1
         out["fetch"] += time.perf_counter() - t
         t = time.perf_counter()
         label = labeling.label
         previous = None
-        for row in services._events(ids):
+        for row in services.session_events(ids):
             event = services.monitor_event(row)
             label(event, previous)
             previous = event

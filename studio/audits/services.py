@@ -67,6 +67,7 @@ from studio.monitor.results import (
 )
 from studio.monitor.results import StoredResult as _Result
 from studio.rules.monitoring import approved_versions, labeler_snapshot, ruleset_for
+from studio.connections import drop_broken_connection
 from studio.traces.erasure import hold_off_erasures
 from studio.traces.formats.base import fast_loads
 from studio.traces.models import Event, TraceSession, UploadStatus
@@ -363,7 +364,7 @@ def prefetch_answers(run: AuditRun, session_id: int, through_step: int | None = 
     if through_step is not None:
         events = events.filter(step__lte=through_step)
     rows = events.order_by("step").values_list(*_EVENT_FIELDS).iterator(chunk_size=EVENT_CHUNK)
-    for _ in _answered_in_groups(rows, labeling, None):
+    for _ in answered_in_groups(rows, labeling, None):
         pass
 
 
@@ -381,7 +382,7 @@ def label_corrections(workspace_id: int) -> dict[tuple[int, int], dict[str, bool
 _EVENT_FIELDS = ("session_id", "step", "lifeline", "input", "output", "data", "labels")
 
 
-def _events(session_ids: list[int]) -> Iterator[tuple]:
+def session_events(session_ids: list[int]) -> Iterator[tuple]:
     """The batch's events as rows ``(session_id, step, lifeline, input, output, data, labels)``,
     session after session, each session's in step order.  Streamed through a server-side cursor
     on Postgres: never the whole batch in memory."""
@@ -435,9 +436,9 @@ def compute_batch(session_ids: list[int], ruleset: RuleSet, labeling: Labeling,
     previous = None
     steps: list[int] = []
     label = labeling.label
-    rows = _events(session_ids)
+    rows = session_events(session_ids)
     if labeling.batched_labelers:
-        rows = _answered_in_groups(rows, labeling, provenance)
+        rows = answered_in_groups(rows, labeling, provenance)
     for row in rows:
         session_id = row[0]
         if session_id != current:
@@ -465,7 +466,7 @@ def compute_batch(session_ids: list[int], ruleset: RuleSet, labeling: Labeling,
     return results
 
 
-def _answered_in_groups(rows: Iterator[tuple], labeling: Labeling,
+def answered_in_groups(rows: Iterator[tuple], labeling: Labeling,
                         provenance: list | None) -> Iterator[tuple]:
     """The same rows, each group of LABEL_GROUP_EVENTS first shown to the batched labelers so
     they ask about many steps per request; labelling a row afterwards reads their answers from
@@ -524,12 +525,12 @@ def run_batch(batch_id: int, force: bool = False, after_lost_connection: bool = 
     except (OperationalError, InterfaceError) as exc:
         log.warning("audit batch %s (run %s): the database connection was lost; it runs again "
                     "without counting an attempt", batch.id, run.id, exc_info=True)
-        _drop_broken_connection()
+        drop_broken_connection()
         try:  # the reason, should the attempts count again and run out (best effort)
             AuditBatch.objects.filter(pk=batch.pk).update(
                 error=f"{type(exc).__name__}: {exc}"[:ERROR_LIMIT])
         except DatabaseError:
-            _drop_broken_connection()
+            drop_broken_connection()
         raise
     except Exception as exc:
         reason = f"{type(exc).__name__}: {exc}"[:ERROR_LIMIT]
@@ -558,13 +559,6 @@ class _ErasedMeanwhile:
 
     def __init__(self, erasures: int):
         self.erasures = erasures
-
-
-def _drop_broken_connection() -> None:
-    """Close a connection that failed, so the next query opens a new one (a worker has no
-    request cycle to do it).  Not inside a transaction someone else holds (in-process tasks)."""
-    if not connection.in_atomic_block:
-        connection.close_if_unusable_or_obsolete()
 
 
 def _claim(batch_id: int, force: bool, spend: bool = True) -> AuditBatch | str:

@@ -24,7 +24,7 @@ from ninja import Field, Router, Schema
 from studio.api.core import Id, actor_of, workspace_for
 from studio.errors import ServiceError
 from studio.live import intake
-from studio.live.api import _ERRORS, _answer, problem
+from studio.live.api import PROBLEM_RESPONSES, answer, problem
 from studio.rules.models import RuleSet
 from studio.workspaces.models import Role
 
@@ -84,7 +84,7 @@ _GUARD_BODY = {
 
 
 @router.post("w/{slug}/live/sessions/{session_id}/guard", auth=None,
-             response={200: GuardOut, **_ERRORS},
+             response={200: GuardOut, **PROBLEM_RESPONSES},
              summary="Ask before acting: a decision on the proposed next step (stores no event)",
              openapi_extra=_GUARD_BODY)
 def ask_guard(request: HttpRequest, slug: str, session_id: str):
@@ -95,11 +95,11 @@ def ask_guard(request: HttpRequest, slug: str, session_id: str):
         document = intake.parse_json(intake.decoded_body(request, raw))
         return JsonResponse(services.guard(workspace, session_id, document, actor))
 
-    return _answer(run)
+    return answer(run)
 
 
 @router.get("w/{slug}/live/sessions/{session_id}/guard/{decision_id}", auth=None,
-            response={200: GuardOut, **_ERRORS}, url_name="guard_decision",
+            response={200: GuardOut, **PROBLEM_RESPONSES}, url_name="guard_decision",
             summary="A guard decision; waits up to ?wait= seconds (30 at most) for a person",
             description="A poll that waits holds no server thread (docs/guard-waits.md).  A "
                         "token holds at most GUARD_WAITS_PER_TOKEN waiting polls at once, a "
@@ -110,7 +110,7 @@ async def get_decision(request: HttpRequest, slug: str, session_id: str, decisio
                        wait: float = 0):
     # The database work runs in the request's thread (sync_to_async); the wait itself is a
     # suspended coroutine watched by studio.guard.waits, holding no thread and no connection.
-    started = await sync_to_async(_answer)(
+    started = await sync_to_async(answer)(
         lambda: _start_wait(request, slug, session_id, decision_id, wait))
     if not isinstance(started, _Waiting):
         return started
@@ -120,7 +120,7 @@ async def get_decision(request: HttpRequest, slug: str, session_id: str, decisio
         # Also when the client went away (the view is cancelled): the count is taken back.
         await asyncio.shield(sync_to_async(waits.release, thread_sensitive=False)(
             started.lease))
-    return await sync_to_async(_answer)(lambda: _finish_wait(started))
+    return await sync_to_async(answer)(lambda: _finish_wait(started))
 
 
 @dataclass

@@ -49,7 +49,7 @@ from django.db import models, transaction
 from django.utils import timezone
 
 from studio import tasks
-from studio.audits.services import _answered_in_groups, _events, monitor_event
+from studio.audits.services import answered_in_groups, monitor_event, session_events
 from studio.caching import LruCache
 from studio.errors import ServiceError
 from studio.labeling.llm import LLMError
@@ -372,9 +372,9 @@ def _learn(row: LearnedRiskModel, phases: dict[str, float]) -> tuple[RiskModel, 
     done = events = 0
     label = labeling.label
     for start in range(0, len(ids), SESSION_CHUNK):
-        rows = _events(ids[start:start + SESSION_CHUNK])
+        rows = session_events(ids[start:start + SESSION_CHUNK])
         if labeling.batched_labelers:
-            rows = _answered_in_groups(rows, labeling, None)
+            rows = answered_in_groups(rows, labeling, None)
         rows = _timed(rows, phases, "reading events (and batched labelers)")
         for _, session_rows in groupby(rows, key=lambda r: r[0]):
             session_rows = list(session_rows)   # read here, so that reading is timed apart
@@ -602,7 +602,7 @@ def session_risks(model: RiskModel, session_id: int, labeling, horizon: int,
     from .drawing import RiskPoint
 
     labelled, steps, previous = [], [], None
-    for row in _events([session_id]):
+    for row in session_events([session_id]):
         event = monitor_event(row)
         labelled.append(labeling.label(event, previous))
         steps.append(row[1])

@@ -67,10 +67,10 @@ def policy_of(ruleset: RuleSet) -> Policy:
 def set_policy(ruleset: RuleSet, data: Any, actor=None) -> Policy:
     """Replace the rule set's guard policy (authors and admins); a policy that does not fit is
     refused with the field named (422)."""
-    from studio.rules.services import _roles_of
+    from studio.rules.services import roles_of
 
     workspace = ruleset.workspace
-    if not {Role.AUTHOR, Role.ADMIN} & _roles_of(workspace, actor):
+    if not {Role.AUTHOR, Role.ADMIN} & roles_of(workspace, actor):
         raise PermissionDenied("only rule authors and administrators set guard policies")
     try:
         policy = Policy.from_json(data, _rules_of(ruleset))
@@ -470,9 +470,9 @@ def pending_decisions(workspace: Workspace, limit: int = PENDING_PAGE,
 def resolve(workspace: Workspace, pk: int, actor, approve: bool, note: str = "") -> GuardDecision:
     """A reviewer approves (the agent may go ahead: ``allow``) or denies (``stop``) a pending
     decision; recorded in the audit log.  An answered or expired one is a conflict (409)."""
-    from studio.rules.services import _roles_of
+    from studio.rules.services import roles_of
 
-    if Role.REVIEWER not in _roles_of(workspace, actor):
+    if Role.REVIEWER not in roles_of(workspace, actor):
         raise PermissionDenied("only reviewers answer the guard's questions")
     if not isinstance(note, str) or len(note) > 2_000:
         raise ServiceError("note: at most 2,000 characters", field="note", status=422)

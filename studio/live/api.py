@@ -160,7 +160,7 @@ def _body_doc(key: str, description: str) -> dict:
             ("Content-Encoding", "gzip, deflate or identity"))]}
 
 
-_ERRORS = {401: Problem, 404: Problem, 409: Problem, 413: Problem, 415: Problem, 422: Problem,
+PROBLEM_RESPONSES = {401: Problem, 404: Problem, 409: Problem, 413: Problem, 415: Problem, 422: Problem,
            429: Problem, 503: Problem}
 
 
@@ -191,7 +191,7 @@ def _read(request: HttpRequest, slug: str, key: str):
     return workspace, actor, delivery, document[key]
 
 
-def _answer(run):
+def answer(run):
     try:
         return intake.on_recent_connection(run)
     except intake.Refused as exc:
@@ -205,7 +205,7 @@ def _answer(run):
 
 
 @router.post("w/{slug}/live/sessions/{session_id}/events", auth=None,
-             response={200: IngestOut, 207: IngestOut, **_ERRORS},
+             response={200: IngestOut, 207: IngestOut, **PROBLEM_RESPONSES},
              summary="Post events of a live session; get verdict changes and residuals",
              openapi_extra=_body_doc("events", "{\"events\": [event, ...]}"))
 def post_events(request: HttpRequest, slug: str, session_id: str):
@@ -221,11 +221,11 @@ def post_events(request: HttpRequest, slug: str, session_id: str):
             status = 422
         return JsonResponse(result, status=status)
 
-    return _answer(run)
+    return answer(run)
 
 
 @router.post("w/{slug}/live/sessions/{session_id}/check", auth=None,
-             response={200: CheckOut, **_ERRORS},
+             response={200: CheckOut, **PROBLEM_RESPONSES},
              summary="Would these candidate next events violate a rule? Stores nothing",
              openapi_extra=_body_doc("candidates", "{\"candidates\": [event, ...]}"))
 def check_candidates(request: HttpRequest, slug: str, session_id: str):
@@ -233,11 +233,11 @@ def check_candidates(request: HttpRequest, slug: str, session_id: str):
         workspace, _, _, candidates = _read(request, slug, "candidates")
         return JsonResponse(services.check(workspace, session_id, candidates))
 
-    return _answer(run)
+    return answer(run)
 
 
 @router.post("w/{slug}/live/sessions/{session_id}/end", auth=None,
-             response={200: EndOut, **_ERRORS},
+             response={200: EndOut, **PROBLEM_RESPONSES},
              summary="End a live session: each rule gets its end verdict; later events get 409",
              description="Authenticated as the events route (bearer token or signed webhook); "
                          "the body is ignored (but must be JSON without NUL or lone surrogates, or "
@@ -255,7 +255,6 @@ def end_session(request: HttpRequest, slug: str, session_id: str):
             # Ignored, but still input: it is read as every body is, so that NUL, a lone
             # surrogate or broken JSON is refused here as on the events route.
             intake.parse_json(body)
-        answer = services.end_session(workspace, session_id, actor)
-        return JsonResponse(answer)
+        return JsonResponse(services.end_session(workspace, session_id, actor))
 
-    return _answer(run)
+    return answer(run)

@@ -20,7 +20,7 @@ from studio.workspaces.models import Role, Workspace
 from studio.workspaces.services import record
 
 from .models import CausalGuard
-from .services import _roles_of
+from .services import roles_of
 
 NAME_MAX = 100
 OWNER_MAX = 200
@@ -30,7 +30,7 @@ NAME_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 def _require_author(workspace: Workspace, actor) -> None:
-    if Role.AUTHOR not in _roles_of(workspace, actor):
+    if Role.AUTHOR not in roles_of(workspace, actor):
         raise PermissionDenied("only members with the author role declare, change or delete "
                                "causal guards")
 

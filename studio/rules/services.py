@@ -42,7 +42,7 @@ ACKNOWLEDGEMENT_MAX = 2000
 # ---------------------------------------------------------------------------------------------
 # Who is acting
 
-def _roles_of(workspace: Workspace, actor) -> set[str]:
+def roles_of(workspace: Workspace, actor) -> set[str]:
     if hasattr(actor, "roles_in"):
         return actor.roles_in(workspace) or set()
     user = acting_user(actor)
@@ -311,7 +311,7 @@ def _review(version: RuleVersion, actor, outcome: str, comment: str) -> RuleVers
     version = _locked_version(version)
     workspace = version.rule.workspace
     verb = "approve" if outcome == VersionStatus.APPROVED else "reject"
-    if Role.REVIEWER not in _roles_of(workspace, actor):
+    if Role.REVIEWER not in roles_of(workspace, actor):
         raise PermissionDenied(f"only members with the reviewer role {verb} rule versions")
     if _same_person(version, actor):
         raise PermissionDenied(f"you wrote {_version_label(version)}: another reviewer must "

@@ -53,6 +53,7 @@ from django.utils import timezone
 
 from studio import tasks
 from studio.bulkwork import fewer_collections
+from studio.connections import drop_broken_connection
 from studio.errors import Conflict, ServiceError
 from studio.workspaces.acting import acting_user
 from studio.workspaces.actions import LogAction
@@ -352,7 +353,7 @@ def parse_upload(upload_id: int, after_lost_connection: bool = False) -> Upload 
     except (OperationalError, InterfaceError):
         logger.warning("upload %s: the database connection was lost; the task parses on from "
                        "the checkpoint without counting an attempt", upload_id, exc_info=True)
-        _drop_broken_connection()
+        drop_broken_connection()
         raise
     except Exception as exc:  # a bug must not leave the upload "parsing" for ever
         logger.exception("upload %s: parsing failed", upload_id)
@@ -551,13 +552,6 @@ def _finish(upload: Upload, done: int, store: _Store, arrival) -> tuple[Upload, 
     return locked, finished
 
 
-def _drop_broken_connection() -> None:
-    """The audits' rule: close the connection that failed, so the next query opens a new one."""
-    from studio.audits.services import _drop_broken_connection as drop  # audits import traces
-
-    drop()
-
-
 class _Reconnects:
     """The rule for a connection lost in the middle of a parse (Postgres restarted, the
     connection terminated), as for audits: not the upload's fault, so it spends no attempt.  The
@@ -575,7 +569,7 @@ class _Reconnects:
 
     def retry(self, exc: BaseException, what: str) -> bool:
         """After ``exc`` (a lost connection): wait, and say whether to run ``what`` again."""
-        _drop_broken_connection()
+        drop_broken_connection()
         if connection.in_atomic_block:
             return False  # a caller's transaction (tests) is lost with its connection
         now = time.monotonic()

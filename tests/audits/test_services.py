@@ -200,7 +200,7 @@ def test_the_event_the_monitors_read_is_the_models(team):
     session = add_sessions(team, {"x": [{"labels": ["a"], "input": "q", "output": {"tool": "t"},
                                          "data": {"k": 1}, "lifeline": "agent"}]})["x"]
     event = Event.objects.get(session=session)
-    (row,) = services._events([session.id])
+    (row,) = services.session_events([session.id])
     assert services.monitor_event(row) == event.as_monitor_event()
 
 
@@ -548,13 +548,13 @@ def test_the_task_retries_a_failing_batch_up_to_the_cap(team, django_capture_on_
 def test_events_out_of_order_are_refused_not_monitored(team, monkeypatch):
     add_rule(team, "no_error", "G !error")
     session = add_sessions(team, {"s": [{"labels": []}, {"labels": ["error"]}]})["s"]
-    rows = list(services._events([session.id]))
+    rows = list(services.session_events([session.id]))
     versions = list(team.workspace.rules.get().versions.all())
     ruleset, labeling, ids = ruleset_for(versions), labeling_from_snapshot([]), [versions[0].id]
-    monkeypatch.setattr(services, "_events", lambda ids: iter(reversed(rows)))
+    monkeypatch.setattr(services, "session_events", lambda ids: iter(reversed(rows)))
     with pytest.raises(services.OutOfOrder, match="step 0 came after 1"):
         services.compute_batch([session.id], ruleset, labeling, ids)
-    monkeypatch.setattr(services, "_events", lambda ids: iter([rows[0], (-1, *rows[1][1:]),
+    monkeypatch.setattr(services, "session_events", lambda ids: iter([rows[0], (-1, *rows[1][1:]),
                                                                 (session.id, *rows[1][1:])]))
     with pytest.raises(services.OutOfOrder, match="did not come together"):
         services.compute_batch([session.id, -1], ruleset, labeling, ids)
