@@ -12,6 +12,7 @@ from studio.logic.parser import parse
 from studio.workspaces.llm import client_for
 
 from . import authoring
+from .evidence import evidence
 from .models import Rule
 from .monitoring import labeling_for
 from .sampling import formula_flags, stored_sample
@@ -129,11 +130,10 @@ def review_version(request, slug: str, rule_id: int, number: int):
     aids = authoring.review_aids(version.formula, previous.formula if previous else None,
                                  version.counting or None,
                                  previous.counting if previous else None)
-    from studio.evidence.services import check_version, summary
-
     # The rule's test cases run against this version (studio.evidence): failing ones block
     # its submission.
     aids["flags"] = formula_flags(workspace, parse(version.formula))
-    aids["cases"] = check_version(version)
-    aids["cases_summary"] = summary(aids["cases"])
+    cases = evidence()
+    aids["cases"] = cases.cases(version)
+    aids["cases_summary"] = cases.summary(aids["cases"])
     return aids

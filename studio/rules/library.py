@@ -21,6 +21,7 @@ from studio.workspaces.models import Workspace
 from studio.workspaces.services import record
 
 from . import services
+from .evidence import evidence
 from .models import Labeler, Rule
 
 
@@ -106,9 +107,7 @@ def install_library(workspace: Workspace, actor, domain: str, submit: bool = Fal
             result.rules_skipped.append(entry.name)
             continue
         result.rules_created.append(entry.name)
-        from studio.evidence.services import install_library_cases
-
-        install_library_cases(rule, actor, entry.name)  # the paper's examples pin its meaning
+        evidence().install_library_cases(rule, actor, entry.name)  # the paper's examples pin its meaning
         if submit:
             try:
                 services.submit_for_review(rule.versions.get(number=1), actor)

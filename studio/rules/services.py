@@ -31,6 +31,7 @@ from studio.workspaces.actions import LogAction
 from studio.workspaces.models import Membership, Role, Workspace
 from studio.workspaces.services import record
 
+from .evidence import evidence
 from .models import Labeler, Rule, RuleSet, RuleVersion, VersionStatus
 from .vocabulary import formula_warnings, vocabulary_for, warnings_summary
 
@@ -225,9 +226,7 @@ def new_version(rule: Rule, actor, formula: str | None = None,
 
 def _check_cases(version: RuleVersion, actor) -> None:
     # Every version saved is checked against its rule's test cases (studio.evidence).
-    from studio.evidence.services import record_check
-
-    record_check(version, actor)
+    evidence().record_check(version, actor)
 
 
 @transaction.atomic
@@ -279,9 +278,7 @@ def submit_for_review(version: RuleVersion, actor, acknowledgement: str = "") ->
         raise Conflict(f"{_version_label(version)} is {version.get_status_display().lower()}; "
                        "only drafts are submitted for review", field="status")
     formula = compile_formula(version.formula, version.rule.name)
-    from studio.evidence.services import refuse_failing
-
-    refuse_failing(version)  # a version failing one of its rule's test cases is not reviewed
+    evidence().refuse_failing(version)  # failing one of its rule's test cases: not reviewed
     warnings = formula_warnings(formula, vocabulary_for(version.rule.workspace))
     acknowledgement = (acknowledgement or "").strip()
     if warnings and not acknowledgement:
@@ -327,22 +324,20 @@ def _review(version: RuleVersion, actor, outcome: str, comment: str) -> RuleVers
     version.review_comment = comment
     version.save(update_fields=["status", "reviewer", "reviewer_token", "reviewed_at",
                                 "review_comment"])
-    evidence = {}
+    before_reviewer = {}
     if outcome == VersionStatus.APPROVED:
-        from studio.evidence.impact import counts_for_approval
-        from studio.evidence.services import check_version, summary
-
         # What the reviewer had before them: the test cases' outcome and what the version
         # changes on stored sessions (None: no impact check was run).
-        evidence = {"cases": summary(check_version(version)),
-                    "impact": counts_for_approval(version),
-                    "flags": _flags_for_record(workspace, version)}
+        cases = evidence()
+        before_reviewer = {"cases": cases.summary(cases.cases(version)),
+                           "impact": cases.impact_for_approval(version),
+                           "flags": _flags_for_record(workspace, version)}
     # The log entry is the lasting record of who approved which version, and when (UTC).
     action = (LogAction.RULE_VERSION_APPROVED if outcome == VersionStatus.APPROVED
               else LogAction.RULE_VERSION_REJECTED)
     record(workspace, actor, action, version, rule=version.rule.name, rule_id=version.rule_id,
            number=version.number, formula=version.formula, comment=comment,
-           reviewed_at=now.isoformat(), **evidence)
+           reviewed_at=now.isoformat(), **before_reviewer)
     return version
 
 
