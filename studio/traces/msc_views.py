@@ -33,7 +33,7 @@ from studio.audits.models import AuditRun, RunStatus, SessionResult, ViolationRe
 from studio.causal import MscError, build_msc, causal_past, run_monitor
 from studio.causal.examples import MERGE_GUARDS
 from studio.rules.models import CausalGuard
-from studio.web.access import workspace_page
+from studio.workspaces.access import workspace_page
 
 from . import msc_svg
 from .models import Event, TraceSession, UploadFormat

@@ -44,7 +44,7 @@ from studio.monitor import RuleError
 from studio.monitor.explain import explain_violation, residual_reading
 from studio.monitor.verdicts import (PENDING, SATISFIED, VIOLATED, effective_counting,
                                      session_verdict, verdict_words)
-from studio.web.access import actor, workspace_page
+from studio.workspaces.access import actor, workspace_page
 from studio.workspaces.models import Role
 
 from .models import Event, TraceSession, Upload

@@ -22,7 +22,7 @@ from studio.audits.models import AuditRun
 from studio.audits.services import start_audit
 from studio.errors import ServiceError
 from studio.rules.models import RuleSet, RuleVersion, VersionStatus
-from studio.web.access import actor, workspace_page
+from studio.workspaces.access import actor, workspace_page
 from studio.workspaces.models import Role
 
 from . import erasure, services
