@@ -20,7 +20,7 @@ from studio.errors import ServiceError
 from studio.monitor.verdicts import VIOLATED
 from studio.rules.models import RuleSet
 from studio.traces.models import Upload, UploadStatus
-from studio.web.access import actor, workspace_page
+from studio.workspaces.access import actor, workspace_page
 from studio.workspaces.models import Role
 
 from . import groundtruth, report, services

@@ -17,7 +17,7 @@ from studio.errors import ServiceError
 from studio.logic.cases import parse_table, table_text
 from studio.rules.models import Rule, VersionStatus
 from studio.traces.models import Upload
-from studio.web.access import actor, workspace_page
+from studio.workspaces.access import actor, workspace_page
 from studio.workspaces.models import Role
 
 from . import compare, impact, services

@@ -18,7 +18,7 @@ from django.views.decorators.http import require_POST, require_safe
 from studio.live import services as live
 from studio.rules.models import RuleVersion
 from studio.traces.models import TraceSession
-from studio.web.access import actor, workspace_page
+from studio.workspaces.access import actor, workspace_page
 from studio.workspaces.models import Role
 
 from . import drawing, learning

@@ -12,7 +12,7 @@ MSC page also reads definitions written in the log), the guard is owned by anoth
 ``data.choice`` is not a name or a list of names, or the choice's lifeline received a message
 whose send has not been posted yet - the choice is then decided when the send arrives, and that
 delivery's answer lists it under ``"guards"`` at the top, with its ``step``.  The MSC page shows
-the same values (``studio.traces.msc_views``): a guard's causal value does not depend on the
+the same values (``studio.web.message_chart_pages``): a guard's causal value does not depend on the
 order in which the events arrived.
 
 Nothing is replayed per event.  Each server process keeps, per session, the guards' monitor

@@ -21,7 +21,7 @@ from studio.logic.anticipation import WORDS as COMPLETE_WORDS
 from studio.monitor.explain import residual_reading
 from studio.monitor.verdicts import effective_counting, session_verdict, verdict_words
 from studio.traces.models import TraceSession
-from studio.web.access import workspace_page
+from studio.workspaces.access import workspace_page
 
 from . import services
 

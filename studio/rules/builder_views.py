@@ -24,7 +24,7 @@ from studio.grounding.builder import (
     slots_of,
 )
 from studio.logic.formula import COMPARISONS
-from studio.web.access import actor, workspace_page
+from studio.workspaces.access import actor, workspace_page
 from studio.workspaces.models import Role
 
 from . import services

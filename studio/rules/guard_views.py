@@ -15,7 +15,7 @@ from django.views.decorators.http import require_http_methods
 
 from studio.causal import CplSyntaxError, parse_cpl
 from studio.errors import ServiceError
-from studio.web.access import actor, workspace_page
+from studio.workspaces.access import actor, workspace_page
 from studio.workspaces.models import Role
 
 from . import guards

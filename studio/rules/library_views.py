@@ -12,7 +12,7 @@ from django.views.decorators.http import require_POST
 
 from studio.errors import ServiceError
 from studio.logic import library
-from studio.web.access import actor, workspace_page
+from studio.workspaces.access import actor, workspace_page
 from studio.workspaces.models import Role
 
 from .library import install_library

@@ -20,7 +20,7 @@ from studio.logic.progression import is_invariant
 from studio.monitor import RuleError, compile_rule
 from studio.monitor.verdicts import (COUNTING_LABELS, COUNTING_MODES, COUNTING_SENTENCES,
                                      PER_INSTANCE, default_counting)
-from studio.web.access import actor, workspace_page
+from studio.workspaces.access import actor, workspace_page
 from studio.workspaces.llm import client_for
 from studio.workspaces.models import Role
 

@@ -13,9 +13,9 @@ from django.utils.cache import add_never_cache_headers
 from django.views.decorators.http import require_http_methods, require_POST
 
 from studio.errors import ServiceError
-from studio.web.access import actor, workspace_page
 
 from . import llm, services
+from .access import actor, workspace_page
 from .models import ApiToken, LLMEndpoint, Role, WebhookSecret
 
 ROLE_HELP = {

@@ -13,7 +13,7 @@ from studio.causal import MscError, build_msc
 from studio.traces.formats import LineError, parse_jsonl, parse_otlp
 from studio.traces.formats.otlp import MessageLinker, decode_traces, events_from_otlp
 from studio.traces.models import Event, TraceSession
-from studio.traces.msc_views import EVENT_FIELDS, chart_msc
+from studio.web.message_chart_pages import EVENT_FIELDS, chart_msc
 
 TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 OTHER_TRACE = "0af7651916cd43dd8448eb211c80319c"

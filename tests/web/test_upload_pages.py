@@ -24,7 +24,7 @@ from studio.rules import services as rules
 from studio.rules.models import Rule
 from studio.traces import services as traces
 from studio.traces.models import Upload, UploadError, UploadStatus
-from studio.web.access import actor
+from studio.workspaces.access import actor
 from studio.workspaces.models import Role
 from studio.workspaces.services import add_member, create_user, create_workspace
 

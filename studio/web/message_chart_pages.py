@@ -33,10 +33,9 @@ from studio.audits.models import AuditRun, RunStatus, SessionResult, ViolationRe
 from studio.causal import MscError, build_msc, causal_past, run_monitor
 from studio.causal.examples import MERGE_GUARDS
 from studio.rules.models import CausalGuard
-from studio.web.access import workspace_page
-
-from . import msc_svg
-from .models import Event, TraceSession, UploadFormat
+from studio.traces import msc_svg
+from studio.traces.models import Event, TraceSession, UploadFormat
+from studio.workspaces.access import workspace_page
 
 # Events that OpenTelemetry exporters sent to /v1/traces (studio.live.services.SOURCE_OTLP).
 SOURCE_OTLP = "otlp"

@@ -22,13 +22,12 @@ from studio.audits.models import AuditRun
 from studio.audits.services import start_audit
 from studio.errors import ServiceError
 from studio.rules.models import RuleSet, RuleVersion, VersionStatus
-from studio.web.access import actor, workspace_page
+from studio.traces import erasure, services
+from studio.traces.formats import PARSERS
+from studio.traces.formats.csvlog import COLUMN_OPTIONS
+from studio.traces.models import Upload, UploadStatus
+from studio.workspaces.access import actor, workspace_page
 from studio.workspaces.models import Role
-
-from . import erasure, services
-from .formats import PARSERS
-from .formats.csvlog import COLUMN_OPTIONS
-from .models import Upload, UploadStatus
 
 UPLOADS_PER_PAGE = 25
 ERRORS_SHOWN = 50

@@ -1,5 +1,6 @@
-"""Session pages: the list of a workspace's sessions with a verdict badge per rule of an audit
-run, and one session's verdict lanes, step timeline, residuals and violation witnesses.
+"""One session's pages: its verdict lanes, step timeline, residuals and violation witnesses,
+the htmx partial of its residual panel, and the form that corrects a label of one of its steps
+(the list of sessions is studio/web/session_list_page.py).
 
 Everything is a plain GET with query parameters (``run``, ``step``, ``page``, ``violation`` and
 the list's filters), so the pages work without JavaScript; htmx only swaps the residual panel.
@@ -15,23 +16,20 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.paginator import Paginator
-from django.db.models import Count, Exists, Max, Min, OuterRef, Q
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict
+from django.db.models import Count, Max, Min, Q
+from django.http import HttpRequest, HttpResponseRedirect, QueryDict
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_POST, require_safe
 
 from studio.audits import replay
 from studio.audits.corrections import correct_label
-from studio.audits.models import (AuditRun, LabelCorrection, LabelProvenance, RunStatus,
-                                  SessionResult, ViolationRecord)
+from studio.audits.models import (AuditRun, LabelCorrection, LabelProvenance, SessionResult,
+                                  ViolationRecord)
 from studio.audits.services import prefetch_answers
-from studio.audits.verdicts import session_verdict_q
 from studio.errors import ServiceError
 from studio.labeling import LabelerConfigError
 from studio.labeling.llm import LLMError
@@ -42,261 +40,37 @@ from studio.logic.parser import FormulaSyntaxError, parse
 from studio.logic.vocabulary import rule_reads
 from studio.monitor import RuleError
 from studio.monitor.explain import explain_violation, residual_reading
-from studio.monitor.verdicts import (PENDING, SATISFIED, VIOLATED, effective_counting,
-                                     session_verdict, verdict_words)
-from studio.web.access import actor, workspace_page
+from studio.monitor.verdicts import (PENDING, VIOLATED, effective_counting, session_verdict,
+                                     verdict_words)
+from studio.traces.models import Event, TraceSession
+from studio.workspaces.access import actor, workspace_page
 from studio.workspaces.models import Role
 
-from .models import Event, TraceSession, Upload
+from .session_page_parts import (GLYPHS, LARGEST_NUMBER, LIST_PARAMS, SEARCH_LIMIT, Missing,
+                                 int_param, missing_page, page_links, query_string, run_choice,
+                                 run_options, verdict_badge)
 
-SESSIONS_PER_PAGE = 50
 STEPS_PER_PAGE = 100
-RUNS_OFFERED = 50
-UPLOADS_OFFERED = 200
 # Timeline cells show this much of a value; the rest opens in a <details>, up to TEXT_KEPT.
 TEXT_SHOWN = 160
 TEXT_KEPT = 8_000
 # Violations listed per rule on one page of steps (a rule may fail at every step).
 VIOLATIONS_LISTED = 100
 WITNESS_LISTED = 500
-SEARCH_LIMIT = 300
-# Larger numbers name nothing (ids are 64-bit) and would not fit a query's parameter.
-LARGEST_NUMBER = 2**63 - 1
-
-# The list's verdict filter: its value, what the select says, the results it keeps.
-VERDICT_FILTERS = {
-    "violated": (verdict_words(VIOLATED), session_verdict_q(VIOLATED)),
-    "satisfied": (verdict_words(SATISFIED), session_verdict_q(SATISFIED)),
-    "pending": (verdict_words(PENDING), session_verdict_q(PENDING)),
-    "final-violated": ("violated when the session ends", Q(final="violated")),
-    "any-violation": ("with at least one violation", Q(violation_count__gt=0)),
-}
-# Parameters of the list that a session page carries back to it.
-LIST_PARAMS = ("run", "rule", "verdict", "q", "upload", "all", "page")
-GLYPHS = {"satisfied": "✓", "violated": "✗", "pending": "…"}
-
-
-class Missing(Exception):
-    """Something the URL names does not exist in this workspace: a 404 page with a message."""
-
-
-def _missing_page(request, workspace, message: str) -> HttpResponse:
-    return render(request, "sessions/missing.html", {"workspace": workspace, "message": message},
-                  status=404)
-
-
-def _int_param(request, name: str, problems: list[str], what: str,
-               minimum: int = 0) -> int | None:
-    """The parameter as an integer, or None when absent; a bad value adds a message."""
-    raw = request.GET.get(name, "").strip()
-    if not raw:
-        return None
-    if not (raw.isascii() and raw.isdigit()) or int(raw) < minimum:
-        problems.append(f"“{raw[:40]}” is not a valid {what}: give a whole number"
-                        f"{' from 1' if minimum == 1 else ''}.")
-        return None
-    if int(raw) > LARGEST_NUMBER:
-        problems.append(f"“{raw[:40]}” is too large: no {what} is that big.")
-        return None
-    return int(raw)
-
-
-def _run_choice(request, workspace, problems: list[str], session=None) -> AuditRun | None:
-    """The run named by ``?run=``, else the newest finished run that has results (for a
-    session: the newest run of any status with results for it), so a page never opens on an
-    empty run while another has verdicts.  A run of another workspace is Missing."""
-    wanted = _int_param(request, "run", problems, "audit run number")
-    runs = AuditRun.objects.filter(workspace=workspace).select_related("rule_set", "upload")
-    if wanted is not None:
-        run = runs.filter(id=wanted).first()
-        if run is None:
-            raise Missing(f"There is no audit run {wanted} in this workspace.")
-        return run
-    # Impact checks of unapproved versions (studio.evidence) are opened only when named.
-    newest = runs.filter(impact_check__isnull=True).order_by("-created_at", "-id")
-    finished = newest.filter(status=RunStatus.DONE)
-    if session is not None:
-        audited = newest.filter(Exists(SessionResult.objects.filter(
-            run=OuterRef("pk"), session=session))).first()
-        if audited is not None:
-            return audited
-    with_results = finished.filter(Exists(SessionResult.objects.filter(run=OuterRef("pk"))))
-    return with_results.first() or finished.first() or newest.first()
-
-
-def _run_options(workspace) -> list[dict]:
-    runs = (AuditRun.objects.filter(workspace=workspace).select_related("rule_set", "upload")
-            .order_by("-created_at", "-id")[:RUNS_OFFERED])
-    return [{"id": r.id, "label": _run_label(r)} for r in runs]
-
-
-def _run_label(run: AuditRun) -> str:
-    rules = f"rule set {run.rule_set.name}" if run.rule_set else "all rules"
-    scope = f"upload {run.upload.filename}" if run.upload else "all sessions"
-    return f"#{run.id} · {run.created_at:%Y-%m-%d %H:%M} UTC · {run.status} · {rules} · {scope}"
-
-
-def _versions(run: AuditRun | None) -> list:
-    if run is None:
-        return []
-    return list(run.rule_versions.select_related("rule").order_by("rule__name", "id"))
-
-
-def _page_links(current: int, total: int) -> list[int | None]:
-    """Page numbers to offer: the first, the last and those near the current (None: a gap)."""
-    wanted = {1, total, *range(current - 2, current + 3)}
-    out: list[int | None] = []
-    for number in sorted(n for n in wanted if 1 <= n <= total):
-        if out and out[-1] is not None and number > out[-1] + 1:
-            out.append(None)
-        out.append(number)
-    return out
-
-
-def _query(**params) -> str:
-    return urlencode({k: v for k, v in params.items() if v not in (None, "")})
-
-
-def _badge(verdict: str, count: int = 0) -> dict:
-    """A rule's one verdict in a session (``session_verdict``), in words and a glyph."""
-    return {"verdict": verdict, "words": verdict_words(verdict), "count": count,
-            "glyph": GLYPHS[verdict]}
 
 
 def _so_far(verdict: str, count: int, session_open: bool) -> dict:
     """A rule's verdict as it stood after a step; not decided yet at a step of a session that
     has ended since is not "session still open"."""
-    badge = _badge(verdict, count)
+    badge = verdict_badge(verdict, count)
     if verdict == PENDING and not session_open:
         badge["words"] = "not decided yet at this step"
     return badge
 
 
 def _stored_badge(result: SessionResult) -> dict:
-    return _badge(result.session_verdict, result.violation_count)
+    return verdict_badge(result.session_verdict, result.violation_count)
 
-
-# ---------------------------------------------------------------------------------------------
-# The list
-
-@require_safe
-@login_required
-def session_list(request: HttpRequest, slug: str):
-    workspace, roles = workspace_page(request, slug)
-    problems: list[str] = []
-    try:
-        run = _run_choice(request, workspace, problems)
-    except Missing as exc:
-        return _missing_page(request, workspace, str(exc))
-    versions = _versions(run)
-    sessions = TraceSession.objects.filter(workspace=workspace)
-    # By default the run's scope: the sessions it has results for; ``all=1`` lists every
-    # session of the workspace, so none is out of reach (those without results say so).
-    show_all = request.GET.get("all") == "1"
-    outside = 0
-    if run is not None:
-        in_run = Exists(SessionResult.objects.filter(run=run, session=OuterRef("pk")))
-        outside = sessions.exclude(in_run).count()
-        if not show_all:
-            sessions = sessions.filter(in_run)
-
-    search = request.GET.get("q", "").strip()[:SEARCH_LIMIT]
-    if search:
-        sessions = sessions.filter(external_id__icontains=search)
-
-    uploads = list(Upload.objects.filter(workspace=workspace).order_by("-created_at", "-id")
-                   .values("id", "filename")[:UPLOADS_OFFERED])
-    upload_id = _int_param(request, "upload", problems, "upload number")
-    if upload_id is not None:
-        if Upload.objects.filter(workspace=workspace, id=upload_id).exists():
-            sessions = sessions.filter(Exists(Event.objects.filter(
-                session=OuterRef("pk"), upload_id=upload_id)))
-        else:
-            problems.append(f"There is no upload {upload_id} in this workspace; the upload "
-                            "filter is ignored.")
-            upload_id = None
-
-    rule_name = request.GET.get("rule", "").strip()
-    version = None
-    if rule_name:
-        version = next((v for v in versions if v.rule.name == rule_name), None)
-        if version is None:
-            problems.append(f"Rule “{rule_name[:100]}” was not audited in "
-                            f"{'run ' + str(run.id) if run else 'any run'}; the rule filter "
-                            "is ignored.")
-            rule_name = ""
-    verdict = request.GET.get("verdict", "").strip()
-    if verdict and verdict not in VERDICT_FILTERS:
-        problems.append(f"“{verdict[:40]}” is not a verdict to filter by; choose one of: "
-                        f"{', '.join(VERDICT_FILTERS)}.")
-        verdict = ""
-    if verdict and run is None:
-        problems.append("No audit has run in this workspace, so there are no verdicts to "
-                        "filter by.")
-        verdict = ""
-    if verdict:
-        matching = SessionResult.objects.filter(VERDICT_FILTERS[verdict][1], run=run,
-                                                session=OuterRef("pk"))
-        if version is not None:
-            matching = matching.filter(rule_version=version)
-        sessions = sessions.filter(Exists(matching))
-
-    paginator = Paginator(sessions.order_by("id").only(
-        "id", "external_id", "steps", "source", "ended_at"), SESSIONS_PER_PAGE,
-        allow_empty_first_page=True)
-    number = _int_param(request, "page", problems, "page number", minimum=1) or 1
-    if number > paginator.num_pages:
-        problems.append(f"There is no page {number}: the list has {paginator.num_pages} "
-                        f"page{'s' if paginator.num_pages != 1 else ''}. Showing the last one.")
-        number = paginator.num_pages
-    page = paginator.page(number)
-    rows = list(page.object_list)
-
-    # One query for the badges of the whole page.
-    columns = {v.id: i for i, v in enumerate(versions)}
-    badges: dict[int, list] = {s.id: [None] * len(versions) for s in rows}
-    if run is not None and rows:
-        is_open = {s.id: s.is_open for s in rows}
-        for session_id, version_id, v, final, count, counting in SessionResult.objects.filter(
-                run=run, session_id__in=list(badges)).values_list(
-                "session_id", "rule_version_id", "verdict", "final", "violation_count",
-                "rule_version__counting"):
-            if version_id in columns:
-                badges[session_id][columns[version_id]] = _badge(session_verdict(
-                    count, final, open=is_open[session_id], settled=v, counting=counting),
-                    count)
-
-    filters = {"run": run.id if run else None, "rule": rule_name, "verdict": verdict,
-               "q": search, "upload": upload_id, "all": "1" if show_all else None}
-    with_messages = set(Event.objects.filter(session_id__in=[s.id for s in rows])
-                        .exclude(message_id="").values_list("session_id", flat=True).distinct())
-    back = _query(**filters, page=number if number > 1 else None)
-    session_query = _query(run=run.id if run else None, back=back)
-    list_url = reverse("sessions", args=[slug])
-    return render(request, "sessions/list.html", {
-        "workspace": workspace, "roles": roles, "run": run, "run_options": _run_options(workspace),
-        "versions": versions, "uploads": uploads, "verdict_filters": [
-            (value, label) for value, (label, _) in VERDICT_FILTERS.items()],
-        "filters": filters, "problems": problems,
-        "rows": [{"session": s, "badges": badges[s.id], "messages": s.id in with_messages}
-                 for s in rows],
-        "run_by_default": run is not None and not request.GET.get("run", "").strip(),
-        "outside": outside, "show_all": show_all,
-        "all_url": f"{list_url}?{_query(run=run.id if run else None, all='1')}",
-        "run_only_url": f"{list_url}?{_query(run=run.id if run else None)}",
-        "column_count": 3 + len(versions), "page": page,
-        "page_links": [(n, f"{list_url}?{_query(**filters, page=n)}" if n else None)
-                       for n in _page_links(number, paginator.num_pages)],
-        "previous_page": (f"{list_url}?{_query(**filters, page=number - 1)}"
-                          if page.has_previous() else None),
-        "next_page": (f"{list_url}?{_query(**filters, page=number + 1)}"
-                      if page.has_next() else None),
-        "session_query": session_query,
-    }, status=400 if problems else 200)
-
-
-# ---------------------------------------------------------------------------------------------
-# One session
 
 @dataclass
 class _Extent:
@@ -321,7 +95,7 @@ def _extent(session) -> _Extent:
 def _back_query(request) -> str:
     """The list's filters the session page was opened with, kept to its known parameters."""
     given = QueryDict(request.GET.get("back", "")[:2000])
-    return _query(**{k: given.get(k, "")[:SEARCH_LIMIT] for k in LIST_PARAMS})
+    return query_string(**{k: given.get(k, "")[:SEARCH_LIMIT] for k in LIST_PARAMS})
 
 
 def _step_problem(session, extent: _Extent, step: int) -> str | None:
@@ -334,7 +108,7 @@ def _step_problem(session, extent: _Extent, step: int) -> str | None:
 
 
 def _selected_violation(request, run, results, problems) -> ViolationRecord | None:
-    wanted = _int_param(request, "violation", problems, "violation number")
+    wanted = int_param(request, "violation", problems, "violation number")
     if wanted is None:
         return None
     found = (ViolationRecord.objects.filter(id=wanted, result__in=results)
@@ -388,13 +162,13 @@ class _Links:
                      "violation": violation.id if violation else None}
 
     def page(self, **params) -> str:
-        return f"{self.page_url}?{_query(**{**self.keep, **params})}"
+        return f"{self.page_url}?{query_string(**{**self.keep, **params})}"
 
     def step(self, step: int) -> str:
         return self.page(step=step) + f"#step-{step}"
 
     def residual(self, step: int) -> str:
-        return f"{self.residual_url}?{_query(run=self.keep['run'], step=step)}"
+        return f"{self.residual_url}?{query_string(run=self.keep['run'], step=step)}"
 
     def back(self) -> str:
         query = self.keep["back"]
@@ -505,14 +279,14 @@ def session_detail(request: HttpRequest, slug: str, session_id: int):
     problems: list[str] = []
     try:
         session = _session_or_missing(workspace, session_id)
-        run = _run_choice(request, workspace, problems, session=session)
+        run = run_choice(request, workspace, problems, session=session)
     except Missing as exc:
-        return _missing_page(request, workspace, str(exc))
+        return missing_page(request, workspace, str(exc))
     extent = _extent(session)
     results = _results_of(run, session)
     violation = _selected_violation(request, run, results, problems)
 
-    step = _int_param(request, "step", problems, "step number")
+    step = int_param(request, "step", problems, "step number")
     if step is not None:
         problem = _step_problem(session, extent, step)
         if problem:
@@ -522,7 +296,7 @@ def session_detail(request: HttpRequest, slug: str, session_id: int):
         step = violation.detected  # open on the step where the violation was found
 
     pages = max(1, -(-extent.count // STEPS_PER_PAGE))
-    number = _int_param(request, "page", problems, "page number", minimum=1)
+    number = int_param(request, "page", problems, "page number", minimum=1)
     beyond = number if number is not None and number > pages else None
     if number is None or beyond:  # the page of the selected step, else the first
         position = (Event.objects.filter(session=session, step__lt=step).count()
@@ -576,13 +350,13 @@ def session_detail(request: HttpRequest, slug: str, session_id: int):
         lane["complete"] = _complete_words((complete or {}).get(lane["rule"]))
     context = {
         "workspace": workspace, "roles": roles, "session": session, "run": run,
-        "run_options": _run_options(workspace), "results": results, "extent": extent,
+        "run_options": run_options(workspace), "results": results, "extent": extent,
         "problems": problems, "timeline": timeline, "lanes": lanes, "violations": violations,
         "witness": witness, "selected_violation": violation, "step": step,
         "page": number, "pages": pages,
         # Paging keeps the selected step: its residuals stay in the panel while browsing.
         "page_links": [(n, links.page(page=n, step=step) if n else None)
-                       for n in _page_links(number, pages)],
+                       for n in page_links(number, pages)],
         "previous_page": links.page(page=number - 1, step=step) if number > 1 else None,
         "next_page": links.page(page=number + 1, step=step) if number < pages else None,
         "back_url": links.back(), "back": links.keep["back"], "page_url": links.page_url,
@@ -594,7 +368,7 @@ def session_detail(request: HttpRequest, slug: str, session_id: int):
         "correctable_atoms": _correctable_atoms(run, answers) if can_correct else [],
         # The list's filters ride along, so the page comes back with its way back.
         "correct_url": reverse("session_correct_label", args=[slug, session.id]) + (
-            f"?{_query(back=links.keep['back'])}" if links.keep["back"] else ""),
+            f"?{query_string(back=links.keep['back'])}" if links.keep["back"] else ""),
     }
     context.update(_residual_context(run, session, step, results))
     if session.source == "live":  # what the agent was last answered, as the Live page shows
@@ -742,10 +516,10 @@ def session_residual(request: HttpRequest, slug: str, session_id: int):
     problems: list[str] = []
     try:
         session = _session_or_missing(workspace, session_id)
-        run = _run_choice(request, workspace, problems, session=session)
+        run = run_choice(request, workspace, problems, session=session)
     except Missing as exc:
-        return _missing_page(request, workspace, str(exc))
-    step = _int_param(request, "step", problems, "step number")
+        return missing_page(request, workspace, str(exc))
+    step = int_param(request, "step", problems, "step number")
     if step is None and not problems:
         problems.append("Choose a step: add ?step= and a step number.")
     if step is not None:
@@ -772,14 +546,14 @@ def session_correct_label(request: HttpRequest, slug: str, session_id: int):
     try:
         session = _session_or_missing(workspace, session_id)
     except Missing as exc:
-        return _missing_page(request, workspace, str(exc))
+        return missing_page(request, workspace, str(exc))
     problems: list[str] = []
     run_id = _number_field(request.POST.get("run"), "audit run number", problems)
     step = _number_field(request.POST.get("step"), "step number", problems)
     run = (AuditRun.objects.filter(workspace=workspace, id=run_id).first()
            if run_id is not None else None)
     if run_id is not None and run is None:
-        return _missing_page(request, workspace, f"There is no audit run {run_id} in this "
+        return missing_page(request, workspace, f"There is no audit run {run_id} in this "
                                                  "workspace.")
     value_text = request.POST.get("value", "")
     if value_text not in CORRECTION_VALUES:
