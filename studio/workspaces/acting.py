@@ -31,6 +31,8 @@ from .tokens import acting_roles, find_token
 
 @dataclass
 class Actor:
+    """An API caller: a signed-in person or a token (``acting_user`` says whom it acts for)."""
+
     user: AbstractBaseUser | None = None
     token: ApiToken | None = None
     roles_by_workspace: dict[int, set[str]] = field(default_factory=dict)
