@@ -100,8 +100,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
-    # NUL, lone surrogates and unusable file names refused before any view (studio.api.boundary).
-    "studio.api.boundary.RefuseHostileInput",
+    # NUL, lone surrogates and unusable file names refused before any view (studio.boundary).
+    "studio.boundary.RefuseHostileInput",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "studio.web.middleware.HtmxSignInRedirect",
@@ -328,7 +328,7 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = MAX_REQUEST_BYTES
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024  # larger uploads spool to disk, never to memory
 # The first handler refuses an over-long file name before the next makes a temporary file of it.
 FILE_UPLOAD_HANDLERS = [
-    "studio.api.boundary.FileNameCheck",
+    "studio.boundary.FileNameCheck",
     "django.core.files.uploadhandler.MemoryFileUploadHandler",
     "django.core.files.uploadhandler.TemporaryFileUploadHandler",
 ]

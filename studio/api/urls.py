@@ -1,13 +1,23 @@
-"""The one NinjaAPI: a router per app, OpenAPI at /api/openapi.json, docs at /api/docs."""
+"""The one NinjaAPI, the composition root of the API: every app's router joined, OpenAPI at
+/api/openapi.json, docs at /api/docs."""
 
 from django.http import Http404
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
+from studio.audits.api import router as audits_router
+from studio.boundary import JsonParser
 from studio.errors import ServiceError
-
-from .boundary import JsonParser
-from .core import AUTH
+from studio.evidence.api import router as evidence_router
+from studio.guard.api import router as guard_router
+from studio.live.api import router as live_router
+from studio.rules.api import router as rules_router
+from studio.rules.authoring_api import router as authoring_router
+from studio.rules.builder_api import router as builder_router
+from studio.rules.guards_api import router as guards_router
+from studio.traces.api import router as traces_router
+from studio.workspaces.acting import AUTH
+from studio.workspaces.api import router as workspaces_router
 
 api = NinjaAPI(title="Compliance Studio API", version="1", auth=AUTH, urls_namespace="api",
                docs_url="/docs", parser=JsonParser())
@@ -49,19 +59,11 @@ def invalid(request, exc: ValidationError):
                                status=422)
 
 
-def _register_routers() -> None:
-    # Each app owns its router in <app>/api.py (and rules also authoring_api.py and
-    # builder_api.py); imported here so URL loading wires them all.  The builder's
-    # rules/build comes before rules/{rule_id}, whose converter would take "build" as an id.
-    from importlib import import_module
-
-    for module_name, prefix in [("workspaces.api", "/w/"), ("rules.builder_api", "/"),
-                                ("rules.api", "/w/"), ("rules.authoring_api", "/"),
-                                ("rules.guards_api", "/"),
-                                ("traces.api", "/w/"),
-                                ("audits.api", "/w/"), ("evidence.api", "/w/"), ("live.api", "/"),
-                                ("guard.api", "/")]:
-        api.add_router(prefix, import_module(f"studio.{module_name}").router)
-
-
-_register_routers()
+# Each app owns its router in <app>/api.py (rules also authoring_api.py, builder_api.py and
+# guards_api.py).  The builder's rules/build comes before rules/{rule_id}, whose converter would
+# take "build" as an id.
+for prefix, router in [("/w/", workspaces_router), ("/", builder_router), ("/w/", rules_router),
+                       ("/", authoring_router), ("/", guards_router), ("/w/", traces_router),
+                       ("/w/", audits_router), ("/w/", evidence_router), ("/", live_router),
+                       ("/", guard_router)]:
+    api.add_router(prefix, router)

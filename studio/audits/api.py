@@ -13,11 +13,12 @@ from typing import Any, Literal
 from django.shortcuts import get_object_or_404
 from ninja import Field, Router, Schema, Status
 
-from studio.api.core import Text, actor_of, workspace_for
+from studio.boundary import Text
 from studio.monitor.explain import explain_violation, residual_reading
 from studio.monitor.verdicts import COUNTING_SENTENCES
 from studio.rules.models import RuleSet
 from studio.traces.models import TraceSession, Upload
+from studio.workspaces.acting import actor_of, workspace_for
 from studio.workspaces.models import Role
 
 from . import groundtruth, replay, report, services

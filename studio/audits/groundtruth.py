@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from django.db import transaction
 from django.utils import timezone
 
+from studio.boundary import text_problem
 from studio.errors import ServiceError
 from studio.rules.models import Rule
 from studio.traces.models import TraceSession
@@ -104,13 +105,11 @@ def _name(value, what: str, limit: int) -> str:
 
 
 def _check_text(value: str, what: str) -> None:
-    # The database refuses both (a JSON line may spell a lone surrogate as "\ud800").
-    if "\x00" in value:
-        raise _Bad(f"{what} contains a NUL character")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise _Bad(f"{what} is not valid Unicode (it holds an unpaired surrogate)") from None
+    # The database refuses NUL and lone surrogates (a JSON line may spell one as "\ud800"):
+    # said in the words of the request boundary.
+    problem = text_problem(value)
+    if problem is not None:
+        raise _Bad(f"{what} {problem}")
 
 
 def _note(value) -> str | None:

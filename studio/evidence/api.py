@@ -15,11 +15,12 @@ from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from ninja import Field, Router, Schema, Status
 
-from studio.api.core import Id, Text, actor_of, workspace_for
 from studio.audits.models import AuditRun
+from studio.boundary import Id, Text
 from studio.errors import PermissionDenied, ServiceError
 from studio.logic.cases import parse_table
 from studio.rules.models import Rule, RuleVersion
+from studio.workspaces.acting import actor_of, workspace_for
 from studio.workspaces.models import Role
 
 from . import compare, impact, services

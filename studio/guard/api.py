@@ -21,11 +21,12 @@ from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from ninja import Field, Router, Schema
 
-from studio.api.core import Id, actor_of, workspace_for
+from studio.boundary import Id
 from studio.errors import ServiceError
 from studio.live import intake
 from studio.live.api import PROBLEM_RESPONSES, answer, problem
 from studio.rules.models import RuleSet
+from studio.workspaces.acting import actor_of, workspace_for
 from studio.workspaces.models import Role
 
 from . import services, waits

@@ -25,9 +25,10 @@ from django.http.request import RawPostDataException
 from django.db import InterfaceError, OperationalError, connection
 from django.http import HttpRequest
 
-from studio.api import boundary
-from studio.api.core import Actor, acting_roles, find_token, no_roles_message
+from studio import boundary
+from studio.workspaces.acting import Actor, no_roles_message
 from studio.workspaces.models import WebhookSecret, Workspace
+from studio.workspaces.tokens import acting_roles, find_token
 
 DECOMPRESS_CHUNK = 64 * 1024
 DELIVERY_ID_MAX = 150
@@ -70,7 +71,7 @@ def raw_body(request: HttpRequest) -> bytes:
         body = request.body
     except RequestDataTooBig:
         raise too_large(limit) from None
-    except RawPostDataException:  # a form, already read as one (studio.api.boundary)
+    except RawPostDataException:  # a form, already read as one (studio.boundary)
         raise Refused(415, "this endpoint takes JSON (Content-Type: application/json), not a "
                            "form") from None
     if len(body) > limit:

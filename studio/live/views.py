@@ -16,11 +16,11 @@ from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from studio.api import boundary
-from studio.api.core import Actor
+from studio import boundary
 from studio.errors import ServiceError
 from studio.traces.formats import otlp_protobuf
 from studio.traces.formats.otlp import decode_traces
+from studio.workspaces.acting import Actor
 
 from . import intake, services
 

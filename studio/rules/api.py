@@ -14,10 +14,11 @@ from typing import Any, Literal
 from django.shortcuts import get_object_or_404
 from ninja import Field, Router, Schema, Status
 
-from studio.api.core import Id, Text, actor_of, workspace_for
+from studio.boundary import Id, Text
 from studio.logic.parser import FormulaSyntaxError, parse, to_text
 from studio.monitor import RuleError, compile_rule
 from studio.monitor.verdicts import COUNTING_LABELS, COUNTING_MODES, COUNTING_SENTENCES
+from studio.workspaces.acting import actor_of, workspace_for
 from studio.workspaces.models import Role
 
 from . import services

@@ -7,8 +7,9 @@ from typing import Any, Literal
 from django.shortcuts import get_object_or_404
 from ninja import Router, Schema
 
-from studio.api.core import Text, workspace_for
+from studio.boundary import Text
 from studio.logic.parser import parse
+from studio.workspaces.acting import workspace_for
 from studio.workspaces.llm import client_for
 
 from . import authoring

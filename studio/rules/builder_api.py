@@ -9,9 +9,10 @@ from typing import Any
 
 from ninja import Router, Schema
 
-from studio.api.core import Text, workspace_for
+from studio.boundary import Text
 from studio.errors import ServiceError
 from studio.grounding.builder import BuildError, build, builder_options
+from studio.workspaces.acting import workspace_for
 
 from .api import WarningOut
 from .vocabulary import formula_warnings, vocabulary_for

@@ -12,7 +12,8 @@ from datetime import datetime
 from django.shortcuts import get_object_or_404
 from ninja import Field, Router, Schema, Status
 
-from studio.api.core import Id, Text, actor_of, workspace_for
+from studio.boundary import Id, Text
+from studio.workspaces.acting import actor_of, workspace_for
 from studio.workspaces.models import Role
 
 from . import guards

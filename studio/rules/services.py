@@ -5,7 +5,7 @@ Each service is one transaction and appends what it did to the workspace's audit
 the domain's own rules: which state a version must be in, that a formula parses and compiles,
 that nobody reviews their own version, that labelers can actually run.
 
-``actor`` is an ``api.core.Actor`` (a person or a machine token), a user, or None.
+``actor`` is a ``workspaces.acting.Actor`` (a person or a machine token), a user, or None.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from studio.boundary import check_document
 from studio.errors import Conflict, PermissionDenied, ServiceError
 from studio.labeling import LabelerConfigError, make_labeler
 from studio.logic.formula import Formula
@@ -25,7 +26,6 @@ from studio.logic.parser import FormulaSyntaxError, parse
 from studio.logic.progression import is_invariant
 from studio.monitor import RuleError, compile_rule
 from studio.monitor.verdicts import CountingError, check_counting, default_counting
-from studio.storable import check_json
 from studio.workspaces.acting import acting_token, acting_user
 from studio.workspaces.actions import LogAction
 from studio.workspaces.models import Membership, Role, Workspace
@@ -486,7 +486,7 @@ def validate_labeler(kind: str, atom: str, config: Any) -> str:
         raise ServiceError(f"an atom has at most {ATOM_MAX} characters", field="atom",
                            status=422)
     if isinstance(config, Mapping):
-        check_json(dict(config), "config")
+        check_document(dict(config), "config", finite=True)
     try:
         labeler = make_labeler(kind, atom, config)
     except LabelerConfigError as exc:

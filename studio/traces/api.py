@@ -10,10 +10,9 @@ from django.db.models import Max, Min
 from django.shortcuts import get_object_or_404
 from ninja import Router, Schema, Status
 
-from studio import exports
-from studio.api import boundary
-from studio.api.core import actor_of, workspace_for
+from studio import boundary, exports
 from studio.errors import Conflict, PermissionDenied, ServiceError
+from studio.workspaces.acting import actor_of, workspace_for
 from studio.workspaces.models import Role
 
 from . import erasure, services

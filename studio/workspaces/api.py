@@ -7,11 +7,13 @@ from django.shortcuts import get_object_or_404
 from ninja import Router, Schema, Status
 from pydantic import Field
 
-from studio.api.core import Id, Text, acting_roles, actor_of, require_admin, workspace_for
+from studio.boundary import Id, Text
 from studio.errors import PermissionDenied
 
 from . import services
+from .acting import actor_of, require_admin, workspace_for
 from .models import ApiToken, AuditLogEntry, Membership, WebhookSecret, Workspace
+from .tokens import acting_roles
 
 router = Router(tags=["workspaces"])
 

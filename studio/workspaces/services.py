@@ -26,7 +26,7 @@ _LOG_ACTIONS = frozenset(LogAction.values)
 
 def record(workspace: Workspace, actor, action: LogAction, target=None,
            **details) -> AuditLogEntry:
-    """Append to the workspace's audit log.  ``actor`` is an api.core.Actor, a user or None;
+    """Append to the workspace's audit log.  ``actor`` is an ``acting.Actor``, a user or None;
     a token's entry names the token, not its creator.  ``action`` is one of ``LogAction``:
     anything else is refused (ValueError), so the log holds no action nobody declared."""
     if action not in _LOG_ACTIONS:

@@ -1,8 +1,8 @@
 """Finding the live token for a presented secret, with a short process cache.
 
 Lives beside the ``ApiToken`` model so that the workspace services, which must drop cached
-tokens when a token or a membership changes, need not import the HTTP layer; the API's bearer
-auth (``studio.api.core``) reads tokens through ``find_token``.
+tokens when a token or a membership changes, can reach it; the API's bearer auth
+(``acting.TokenAuth``) reads tokens through ``find_token``.
 """
 
 from __future__ import annotations

@@ -33,7 +33,8 @@ def test_jsonl_lines_are_read_or_refused_with_their_numbers():
                      '"violated": true|false}'),
         LineError(5, "rule is missing or empty"),
         LineError(6, "not UTF-8 text"),
-        LineError(7, "session is not valid Unicode (it holds an unpaired surrogate)"),
+        LineError(7, "session must not contain a lone surrogate (such as \\ud800: half of a "
+                     "UTF-16 pair, which no UTF-8 text can hold)"),
         LineError(8, "note must be text, not int"),
         # A byte-order mark is only skipped on line 1.
         LineError(9, "not valid JSON (Unexpected UTF-8 BOM (decode using utf-8-sig) at column "

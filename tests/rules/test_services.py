@@ -4,11 +4,11 @@ from datetime import UTC
 
 import pytest
 
-from studio.api.core import Actor
 from studio.errors import Conflict, PermissionDenied, ServiceError
 from studio.rules import services
 from studio.rules.models import Labeler, RuleVersion, VersionStatus
 from studio.rules.monitoring import approved_versions, labeling_for, live_versions
+from studio.workspaces.acting import Actor
 from studio.workspaces.models import ApiToken, AuditLogEntry
 
 pytestmark = pytest.mark.django_db

@@ -6,7 +6,6 @@ import csv
 import io
 import json
 import logging
-import sys
 
 import pytest
 from django.db import connection
@@ -348,19 +347,11 @@ def test_chat_transcripts_with_a_malformed_call(auditor):
         (1, {"tool": "b", "args": {}}, "assistant"), (2, "done", "assistant")]
 
 
-def test_otlp_uploads_wait_for_the_otlp_decoder(auditor, monkeypatch):
-    monkeypatch.setitem(sys.modules, "studio.traces.formats.otlp", None)  # not importable
-    response = auditor.upload(b'{"resourceSpans": []}', "otlp")
-    assert response.status_code == 400
-    assert response.json() == {"detail": "OTLP import not available yet", "field": "format"}
-
-
 def _attribute(key, value):
     return {"key": key, "value": {"stringValue": value}}
 
 
 def test_otlp_files_go_through_the_otlp_decoder(auditor):
-    pytest.importorskip("studio.traces.formats.otlp")
     span = {"traceId": "0af7651916cd43dd8448eb211c80319c", "spanId": "b7ad6b7169203331",
             "name": "execute_tool pay", "startTimeUnixNano": "1700000000000000000",
             "attributes": [_attribute("gen_ai.operation.name", "execute_tool"),

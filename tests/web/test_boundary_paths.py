@@ -1,4 +1,4 @@
-"""NUL in a path parameter is refused at the one input boundary (``studio.api.boundary``).
+"""NUL in a path parameter is refused at the one input boundary (``studio.boundary``).
 
 A path parameter reaches a database query as it is, and Postgres refuses NUL in text: the
 guard decision route, the members routes and the member page forms answered 500 with an HTML

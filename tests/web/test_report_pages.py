@@ -385,7 +385,7 @@ def test_a_bad_line_is_reported_with_its_number_and_the_rest_is_stored(team):
     labels = Tables(listed[listed.index("Showing the labels of rule respond"):]).tables[0]
     assert labels[1][:3] == ["a", "respond", "not violated"]
     refused = client.get("/w/acme/ground-truth/?rule=a%00b")  # at the boundary, naming it
-    assert refused.status_code == 400
+    assert refused.status_code == 422
     assert "<code>rule</code> must not contain NUL" in refused.content.decode()
 
 

@@ -10,10 +10,9 @@ from django.contrib.auth.models import AnonymousUser
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client, RequestFactory
 
-from studio.api.core import Actor
 from studio.traces.models import Upload
 from studio.workspaces import services as ws
-from studio.workspaces.acting import acting_token, acting_user
+from studio.workspaces.acting import Actor, acting_token, acting_user
 from studio.workspaces.models import AuditLogEntry, Role
 
 

@@ -13,24 +13,19 @@ from typing import Any, BinaryIO
 from .base import LineError, OptionsError, decode_json_line, event_from_object, read_lines, too_long
 from .jsonstream import DocumentError, JsonStream
 from .openai_chat import sniff_lines
+from .otlp import MessageLinker, events_from_otlp
 
 OPTIONS: frozenset[str] = frozenset()
-UNAVAILABLE = "OTLP import not available yet"
 
 
 def decoder():
-    """``events_from_otlp(document) -> (events, errors)``, or OptionsError while the OTLP decoder
-    is not there.  Each decoder has its own message linker: the spans of one trace may be spread
-    over several documents of a file, and a message joins spans of two of them."""
-    try:
-        from .otlp import MessageLinker, events_from_otlp
-    except ImportError:
-        raise OptionsError(UNAVAILABLE, field="format") from None
+    """``events_from_otlp(document) -> (events, errors)`` with a message linker of its own: the
+    spans of one trace may be spread over several documents of a file, and a message joins spans
+    of two of them."""
     return partial(events_from_otlp, linker=MessageLinker())
 
 
 def check_options(options: dict | None) -> None:
-    decoder()
     if options:
         raise OptionsError("OTLP files take no options", field=f"options.{min(options)}")
 

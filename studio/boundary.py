@@ -1,4 +1,5 @@
-"""Hostile input is refused where a request is read, once, not field by field.
+"""Hostile input is refused where a request is read, once, not field by field: the one
+definition of what input the studio refuses and how it says so.
 
 Two kinds of text cannot be stored at all: NUL (Postgres refuses it in text and JSON) and lone
 surrogates (half of a UTF-16 pair: JSON can spell one, ``"\\ud800"``, but it has no UTF-8 form,
@@ -12,30 +13,38 @@ Where they are caught:
   route reads it), every query parameter and form field, pages and API;
 - ``loads``: every JSON body the API reads (``JsonParser`` for ninja's schemas, the live intake
   for webhooks) and JSON carried inside a form field (an upload's ``options``);
-- ``FileNameCheck`` (the first upload handler): a file name longer than ``MAX_FILE_NAME``.
+- ``FileNameCheck`` (the first upload handler): an upload's file name;
+- ``check_document``: JSON a service reads out of form text (a labeler's settings), and
+  documents decoded from other formats (OTLP protobuf);
+- ``Text`` and ``Id``: the API schemas' text and id fields.
 
-Refusals name the field (``events[0].data.note``, ``q``, a path parameter such as ``username``):
-422 for text that cannot be stored, 400 for a request that is not usable at all (too deep, a
-file name too long, a path that cannot name anything); pages answer 400.
+One wording (``text_problem``, after the field's name) and one status for each kind, on every
+surface - a JSON body, a form page, an upload, a live event: text that cannot be stored is 422
+naming the field (``events[0].data.note``, ``q``, ``file``); a request that is not usable at
+all (too deep, a file name too long, a path that cannot name anything) is 400.  The API answers
+``{"detail", "field"}``, pages the "Not accepted" page with the same status.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
-from typing import Any
+from functools import partial
+from typing import Annotated, Any
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
 from django.conf import settings
 from django.core.files.uploadhandler import FileUploadHandler
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.http.multipartparser import MultiPartParserError
+from django.http.multipartparser import MultiPartParser, MultiPartParserError
 from django.template.loader import render_to_string
 from django.urls import Resolver404, resolve
+from django.utils.datastructures import ImmutableList
 from ninja.parser import Parser
+from pydantic import AfterValidator, Field, ValidationInfo
 
 from studio.errors import ServiceError
-from studio.storable import text_problem
 
 # Deeper than any log or setting needs (an OTLP export is about 12 levels), far below Python's
 # recursion limit, which the ORM, pydantic and json.dumps all walk into.
@@ -47,6 +56,8 @@ _FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
 
 
 class HostileInput(ServiceError):
+    """Text that cannot be stored (422), named by its field."""
+
     status = 422
 
 
@@ -57,31 +68,50 @@ class Unusable(HostileInput):
     status = 400
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # json.loads joins real pairs into one character
+
+
+def text_problem(text: str) -> str | None:
+    """Why ``text`` cannot be stored (NUL: Postgres refuses it; a lone surrogate has no UTF-8
+    form), or None: the one wording, said after the name of the field that holds it."""
+    if "\x00" in text:
+        return "must not contain NUL characters (\\u0000)"
+    if not text.isascii() and _LONE_SURROGATE.search(text):
+        return ("must not contain a lone surrogate (such as \\ud800: half of a UTF-16 pair, "
+                "which no UTF-8 text can hold)")
+    return None
+
+
 def check_text(text: str, where: str) -> None:
     problem = text_problem(text)
     if problem is not None:
         raise HostileInput(f"{where} {problem}", field=where)
 
 
-def check_document(document: Any, where: str = "") -> None:
+def check_document(document: Any, where: str = "", *, finite: bool = False) -> None:
     """Refuse a parsed JSON value holding NUL or a lone surrogate (in a key or a string) or
-    nested deeper than MAX_JSON_DEPTH, naming the place (``config.pattern``, ``events[0]``).
-    Iterative, so the check itself cannot overflow the stack."""
+    nested deeper than MAX_JSON_DEPTH, naming the place (``config.pattern``, ``events[0]``);
+    with ``finite``, NaN and infinities too (JSON a service stores, which Postgres's JSON
+    cannot hold).  Iterative, so the check itself cannot overflow the stack."""
     stack = [(document, where, 0)]
     while stack:
         value, path, depth = stack.pop()
         if isinstance(value, str):
             check_text(value, path or "body")
+        elif isinstance(value, float):
+            if finite and not math.isfinite(value):
+                raise HostileInput(f"{path or 'body'} must be a finite number",
+                                   field=path or None)
         elif isinstance(value, dict):
             if depth >= MAX_JSON_DEPTH:
                 raise _too_deep(path)
             for key, item in value.items():
-                problem = text_problem(key)
+                problem = text_problem(key) if isinstance(key, str) else None
                 if problem is not None:  # the key cannot name the field: its parent does
                     raise HostileInput(f"a key in {path or 'the body'} {problem}",
                                        field=path or None)
                 stack.append((item, f"{path}.{key}" if path else key, depth + 1))
-        elif isinstance(value, list):
+        elif isinstance(value, (list, tuple)):
             if depth >= MAX_JSON_DEPTH:
                 raise _too_deep(path)
             stack.extend((item, f"{path}[{index}]", depth + 1)
@@ -153,10 +183,31 @@ class FileNameCheck(FileUploadHandler):
         return None
 
 
+class _NamesKeptForTheCheck(MultiPartParser):
+    """Django drops a file name's unprintable characters, NUL among them, without a word: the
+    upload would be stored under another name than the one sent.  A name holding text that
+    cannot be stored is passed on as sent, for ``FileNameCheck`` to refuse in the words every
+    other field gets."""
+
+    def sanitize_file_name(self, file_name):
+        if text_problem(file_name) is not None:
+            return file_name
+        return super().sanitize_file_name(file_name)
+
+
+def _parse_multipart(request: HttpRequest, meta, post_data):
+    # HttpRequest.parse_file_upload, with the parser above.
+    request.upload_handlers = ImmutableList(
+        request.upload_handlers,
+        warning="You cannot alter upload handlers after the upload has been processed.")
+    return _NamesKeptForTheCheck(meta, post_data, request.upload_handlers,
+                                 request.encoding).parse()
+
+
 class RefuseHostileInput:
     """Middleware: a path, query parameters and form fields with NUL or a lone surrogate, and
-    uploads with an unusable file name, are answered 400 (pages) or 422/400 JSON (API) naming
-    the field, before any view sees them."""
+    uploads with an unusable file name, are answered (422, or 400 for what is not usable at
+    all) naming the field, before any view sees them: JSON on the API, a page on pages."""
 
     # Async too: under ASGI a chain of async-capable middleware lets an async view (the guard's
     # waiting poll) wait without holding a thread.
@@ -199,6 +250,8 @@ class RefuseHostileInput:
             return
         if length > settings.MAX_REQUEST_BYTES:
             return  # the view refuses it (413) without reading it
+        if request.content_type == "multipart/form-data":
+            request.parse_file_upload = partial(_parse_multipart, request)
         try:
             _check_fields(request.POST)
         except MultiPartParserError as exc:
@@ -222,7 +275,7 @@ class RefuseHostileInput:
         page = render_to_string("400.html", {
             "problem": exc.message, "field": field,
             "about_field": exc.message[len(field) + 1:] if named else ""}, request=request)
-        return HttpResponse(page, status=400)
+        return HttpResponse(page, status=exc.status)
 
 
 def _check_path(request: HttpRequest) -> None:
@@ -250,3 +303,22 @@ def _check_fields(fields) -> None:
         check_text(name, "a field name")
         for value in values:
             check_text(value, name)
+
+
+# The API schemas' fields.  A body's text was checked as it was read (``loads``); these refuse
+# it again, in the same words, wherever a schema is filled some other way (a form body, a query
+# parameter read into a schema).
+
+def _storable(value: str, info: ValidationInfo) -> str:
+    # Raised as the boundary's refusal, not a ValueError, so it is answered {"detail", "field"}
+    # like every other refusal of this text, rather than as a schema error.
+    check_text(value, info.field_name or "body")
+    return value
+
+
+Text = Annotated[str, AfterValidator(_storable)]
+
+# Ids in paths and bodies: a database key is a positive 64-bit integer, and SQLite raises
+# OverflowError (a 500) on a larger one in a foreign-key or ``in`` lookup.  Out of range is 422.
+MAX_ID = 2**63 - 1
+Id = Annotated[int, Field(ge=1, le=MAX_ID)]
