@@ -25,7 +25,7 @@ STUDIO = REPO / "studio"
 LAYERS = [
     # base modules: no studio imports but each other
     "studio.errors", "studio.caching", "studio.connections", "studio.copyformat",
-    "studio.bulkwork", "studio.childprocess", "studio.storable", "studio.boundary",
+    "studio.bulkwork", "studio.childprocess", "studio.boundary",
     "studio.tasks",
     # the pure core (no Django): the formal logic, the English reader that targets it, labeling,
     # monitors, causal monitors, risk, grounding

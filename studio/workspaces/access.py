@@ -4,7 +4,7 @@
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
-from studio.api.core import Actor
+from studio.workspaces.acting import Actor
 from studio.workspaces.models import Membership, Workspace
 
 
