@@ -38,7 +38,7 @@ from studio.web.access import workspace_page
 from . import msc_svg
 from .models import Event, TraceSession, UploadFormat
 
-# Events that OpenTelemetry exporters sent to /v1/traces (studio.live.services.SOURCE_OTLP).
+# Events that OpenTelemetry exporters sent to /v1/traces (studio.live.events.SOURCE_OTLP).
 SOURCE_OTLP = "otlp"
 
 # Longer sessions are charted up to this many events (steps in order), with a notice.

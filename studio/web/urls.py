@@ -1,7 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from . import views
+from . import live_pages, views
 from .signin import SignInView
 
 urlpatterns = [
@@ -14,7 +14,8 @@ urlpatterns = [
     path("", include("studio.traces.session_urls")),
     path("", include("studio.audits.urls")),
     path("", include("studio.evidence.urls")),
-    path("", include("studio.live.page_urls")),
+    path("w/<slug:slug>/live/", live_pages.live, name="live"),
+    path("w/<slug:slug>/live/rows", live_pages.live_rows, name="live_rows"),
     path("", include("studio.guard.page_urls")),
     path("", include("studio.workspaces.urls")),
 ]
