@@ -64,7 +64,7 @@ def current_rules(session: TraceSession, context: Context) -> dict:
         return {"rules": [], "note": "a labeler could not label the latest events; retry later"}
     with MONITOR_LOCK:
         rules = rule_states(live.monitor, violation_counts(live.monitor, live.counts),
-                             open=session.is_open)
+                            open=session.is_open)
         # Anticipation (issue 17): the four-valued verdict over the whole session, and why.
         for rule, complete in zip(rules, verdicts_now(live.monitor)):
             rule.update(complete=complete["complete"], complete_reason=complete["reason"])

@@ -196,7 +196,7 @@ def lock_and_read(workspace: Workspace, external_id: str, source: str, ids: set[
     known = {}
     if ids:  # asked again: a concurrent creator may have stored some meanwhile
         known = {e: (s, step) for e, s, step in run(_known_sql(len(ids)),
-                                                     [workspace.pk, source, *ids])}
+                                                    [workspace.pk, source, *ids])}
     return Locked(row[0], row[1], known, None, state_value(row[3]), row[2] is not None)
 
 

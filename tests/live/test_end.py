@@ -165,7 +165,7 @@ def test_no_live_answer_says_satisfied_where_a_violation_was_counted(workspace, 
                                   what="check").json()["candidates"][0]["rules"])
     answers.append(agent.post(session, [], what="end").json()["rules"])
     answers.append(current_rules(TraceSession.objects.get(external_id=session),
-                                          context_for(workspace))["rules"])
+                                 context_for(workspace))["rules"])
 
     for rules in answers:
         for rule in rules:

@@ -80,7 +80,7 @@ def test_cached_and_reloaded_monitors_agree(workspace, monkeypatch,
     for event in SESSION:
         clear_caches()
         reloaded.append(ingest(workspace, "reloaded",
-                                        [{**event, "event_id": "r" + event["event_id"]}]))
+                               [{**event, "event_id": "r" + event["event_id"]}]))
 
     def answers(results):
         return [([item["changes"] for item in r["events"]], r["rules"], r["rebuilt"])
