@@ -50,7 +50,9 @@ import sys, time
 from bench.workloads import agent_events
 from studio.guard import learning
 from studio.guard.models import LearnedRiskModel
-from studio.live import services as live
+from studio.live.ending import end_session
+from studio.live.events import SOURCE_LIVE
+from studio.live.ingest import ingest
 from studio.workspaces.models import Workspace
 ws = Workspace.objects.get(slug="bench")
 sessions, guarded = int(sys.argv[1]), int(sys.argv[2])
@@ -60,14 +62,14 @@ for s in range(sessions):
     batch = events[s * 20:(s + 1) * 20]
     for k, event in enumerate(batch):
         event["event_id"] = f"learn-{s}-{k}"
-    live.ingest(ws, f"learn-{s}", batch, live.SOURCE_LIVE)
-    live.end_session(ws, f"learn-{s}")
+    ingest(ws, f"learn-{s}", batch, SOURCE_LIVE)
+    end_session(ws, f"learn-{s}")
 base = sessions * 20
 for g in range(guarded):
     batch = events[base + g * 10: base + (g + 1) * 10]
     for k, event in enumerate(batch):
         event["event_id"] = f"guarded-{g}-{k}"
-    live.ingest(ws, f"guarded-{g}", batch, live.SOURCE_LIVE)
+    ingest(ws, f"guarded-{g}", batch, SOURCE_LIVE)
 stored = time.perf_counter()
 row = learning.request_model(ws, reason="benchmark")
 learning.learn_model(row.pk)

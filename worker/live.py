@@ -2,11 +2,11 @@
 
 from celery import shared_task
 
-from studio.live import services
+from studio.live.ending import end_idle_sessions
 
 
 @shared_task
 def end_idle_live_sessions() -> int:
     """Beat (settings.CELERY_BEAT_SCHEDULE): end the live sessions idle past their workspace's
     ``live_inactivity_minutes``, so they get their end verdicts."""
-    return services.end_idle_sessions()
+    return end_idle_sessions()

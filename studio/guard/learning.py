@@ -53,7 +53,8 @@ from studio.audits.services import answered_in_groups, monitor_event, session_ev
 from studio.caching import LruCache
 from studio.errors import ServiceError
 from studio.labeling.llm import LLMError
-from studio.live import services as live
+from studio.live.context import MONITOR_LOCK, context_for, live_versions
+from studio.live.events import SOURCE_LIVE
 from studio.risk.predictor import RiskModel, Traces
 from studio.rules.models import RuleVersion
 from studio.rules.monitoring import ruleset_for
@@ -157,7 +158,7 @@ def request_model(workspace: Workspace, actor=None, reason: str = "on demand",
     is learning them already and not ``again``: the labelers changed since it started), else a
     new one, enqueued after commit.  ``NothingToLearn`` when no approved rule is monitored
     live."""
-    key = key_of((v.rule, v.id) for v in live.live_versions(workspace))
+    key = key_of((v.rule, v.id) for v in live_versions(workspace))
     if not key:
         raise NothingToLearn("no approved rule is monitored live, so there is no model to "
                              "learn; approve a rule (or mark a rule set live) first")
@@ -348,7 +349,7 @@ def ruleset_of(versions) -> object:
     if missing:
         raise _Failed(f"the rule versions this model is for no longer exist: "
                       f"{', '.join(missing)}")
-    with live._MONITOR_LOCK:   # compiling interns formulas: one thread at a time
+    with MONITOR_LOCK:   # compiling interns formulas: one thread at a time
         return ruleset_for([found[i] for _, i in key])
 
 
@@ -358,14 +359,14 @@ def _learn(row: LearnedRiskModel, phases: dict[str, float]) -> tuple[RiskModel, 
     workspace = row.workspace
     with _phase(phases, "rules and sessions to read"):
         ruleset = ruleset_of(row.versions)
-        labeling = live.context_for(workspace).labeling
+        labeling = context_for(workspace).labeling
         try:
             abstraction = Abstraction(ruleset, row.atoms)
         except ValueError as exc:
             raise _Failed(f"the picked atoms do not fit the rules: {exc}") from None
         # Finished sessions only: an open live session's end is not known yet.
         ids = list(TraceSession.objects.filter(workspace=workspace, steps__gt=0)
-                   .exclude(source=live.SOURCE_LIVE, ended_at__isnull=True)
+                   .exclude(source=SOURCE_LIVE, ended_at__isnull=True)
                    .order_by("-id").values_list("id", flat=True)[:max_sessions()])
         LearnedRiskModel.objects.filter(pk=row.pk).update(progress_total=len(ids))
     traces = Traces(abstraction)
@@ -384,7 +385,7 @@ def _learn(row: LearnedRiskModel, phases: dict[str, float]) -> tuple[RiskModel, 
                     event = monitor_event(session_row)
                     labelled.append(label(event, previous))
                     previous = event
-            with _phase(phases, "replaying the monitors"), live._MONITOR_LOCK:
+            with _phase(phases, "replaying the monitors"), MONITOR_LOCK:
                 # (the monitors intern formulas: one thread at a time)
                 traces.add(labelled)
             done += 1
@@ -392,7 +393,7 @@ def _learn(row: LearnedRiskModel, phases: dict[str, float]) -> tuple[RiskModel, 
             if done % PROGRESS_EVERY == 0:
                 LearnedRiskModel.objects.filter(pk=row.pk).update(progress_done=done)
     LearnedRiskModel.objects.filter(pk=row.pk).update(progress_done=done)
-    with live._MONITOR_LOCK:
+    with MONITOR_LOCK:
         model = traces.model(phases=phases)
     return model, {"sessions": done, "events": events}
 
@@ -477,7 +478,7 @@ def load_model(pk: int) -> RiskModel:
     versions, data = LearnedRiskModel.objects.values_list("versions", "model").get(pk=pk)
     try:
         ruleset = ruleset_of(versions)
-        with live._MONITOR_LOCK:
+        with MONITOR_LOCK:
             return RiskModel.from_json(data, ruleset)
     except _Failed as exc:
         raise ModelUnreadable(str(exc)) from None
@@ -503,7 +504,7 @@ def relearn_if_rules_changed(workspace_id: int, labelers: bool = False
     workspace = Workspace.objects.filter(pk=workspace_id).first()
     if workspace is None:
         return None
-    key = key_of((v.rule, v.id) for v in live.live_versions(workspace))
+    key = key_of((v.rule, v.id) for v in live_versions(workspace))
     if not key or (key == _wanted(*newest) and not labelers):
         return None
     try:
@@ -607,7 +608,7 @@ def session_risks(model: RiskModel, session_id: int, labeling, horizon: int,
         labelled.append(labeling.label(event, previous))
         steps.append(row[1])
         previous = event
-    with live._MONITOR_LOCK:
+    with MONITOR_LOCK:
         trace = model.abstraction.session(labelled)[1:len(labelled) + 1]
         answers = [model.answer(state, horizon, guarded) for state in trace]
     rules = model.abstraction.rules

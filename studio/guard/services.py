@@ -25,7 +25,10 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from studio.errors import PermissionDenied, ServiceError
-from studio.live import services as live
+from studio.live.context import MONITOR_LOCK, Context, context_for
+from studio.live.events import Clean, ItemError, checked_session_id, clean_event
+from studio.live.reading import SessionNow, label_event, rules_if, session_now
+from studio.monitor import FastSessionMonitor
 from studio.monitor.anticipation import permanently_violated
 from studio.monitor.explain import residual_reading
 from studio.risk import guard as policy_rules
@@ -199,46 +202,46 @@ def parse_request(document: Any) -> GuardRequest:
 # Deciding
 
 
-def _clean(raw: Any, session: str, field: str) -> live.Clean:
+def _clean(raw: Any, session: str, field: str) -> Clean:
     try:
-        return live.clean_event(raw, session)
-    except live.ItemError as exc:
+        return clean_event(raw, session)
+    except ItemError as exc:
         where = f"{field}.{exc.field}" if exc.field else field
         raise ServiceError(f"{field}: {exc.message}", field=where, status=422) from None
 
 
-def _model(workspace: Workspace, context: live.Context):
+def _model(workspace: Workspace, context: Context):
     """The newest risk model learned for exactly the live rule versions, or None."""
     return current_model(workspace, context.versions_key)
 
 
-def _assess(context: live.Context, now: live.SessionNow, raw: Any, continuation: list,
+def _assess(context: Context, now: SessionNow, raw: Any, continuation: list,
             field: str, policy: Policy, model, sampled: dict | None) -> tuple[Assessment, list]:
     """One candidate's assessment, and the rules' states after it."""
     clean = _clean(raw, now.external_id, field)
     monitor = now.monitor(context)
-    event = live.label_event(context, now.monitor_event(clean), now.previous)
+    event = label_event(context, now.monitor_event(clean), now.previous)
     learned, backed = None, False
     if model is not None:
         # The horizon counts the proposed step as the first (as sampling does); the model's
         # horizon counts the steps after the state the proposed step leads to.
-        with live._MONITOR_LOCK:   # stepping stored states parses formulas: one at a time
+        with MONITOR_LOCK:   # stepping stored states parses formulas: one at a time
             answer = model.predict(monitor, event, policy.horizon - 1,
                                    guarded=policy.guarded_risk)
         learned = {name: value for name, value in answer.risk.items() if name != ANY_RULE}
         backed = answer.backed
-    with live._MONITOR_LOCK:
+    with MONITOR_LOCK:
         doomed = permanently_violated(monitor)
         changes = monitor.feed(event)
         # Anticipation (issue 17): a step after which no continuation can satisfy a rule
         # violates it, even where progression has not reached false.
         doomed = permanently_violated(monitor, event) - doomed
-    rules = live.rules_if(context, now, monitor, changes)
+    rules = rules_if(context, now, monitor, changes)
     violates = {r["rule"]: r["violates"] or r["rule"] in doomed for r in rules}
     return Assessment(violates, sampled, learned, backed), rules
 
 
-def _sampled(context: live.Context, now: live.SessionNow, request: GuardRequest,
+def _sampled(context: Context, now: SessionNow, request: GuardRequest,
              policy: Policy) -> dict | None:
     """TRAC_P+I: the share of samples (the proposed event and the other candidates, each with
     its continuation) whose extension violates each rule within the horizon."""
@@ -254,16 +257,16 @@ def _sampled(context: live.Context, now: live.SessionNow, request: GuardRequest,
             field = f"{where}event" if k == 0 else f"{where}continuation[{k - 1}]"
             event = now.monitor_event(_clean(raw, now.external_id, field), k)
             # Labelled here, outside the monitors' lock (a labeler may ask a model).
-            steps.append(live.label_event(context, event, previous))
+            steps.append(label_event(context, event, previous))
             previous = event
         labelled.append(steps)
-    with live._MONITOR_LOCK:   # the monitors intern formulas: one thread at a time
+    with MONITOR_LOCK:   # the monitors intern formulas: one thread at a time
         answer = sample_risk(context.ruleset, now.state, labelled, policy.horizon,
-                             monitor_class=live.FastSessionMonitor)
+                             monitor_class=FastSessionMonitor)
     return answer.risk
 
 
-def _requires(now: live.SessionNow, context: live.Context):
+def _requires(now: SessionNow, context: Context):
     """What a rule still requires before the proposed step, in words (asked only for the rules
     at risk)."""
     if now.state is None:
@@ -291,20 +294,20 @@ def _answer_of(row: GuardDecision) -> dict:
 
 
 def guard(workspace: Workspace, session_external_id: str, document: Any, actor=None,
-          context: live.Context | None = None) -> dict:
+          context: Context | None = None) -> dict:
     """Decide on the proposed next step of a live session.  Raises ``ServiceError`` for a
     request that does not fit (the field named), ``SessionEnded`` for an ended session,
     ``LabelerUnavailable`` when its events cannot be labelled now (the caller answers 503)."""
     request = parse_request(document)
-    session = live._session_id(session_external_id)
+    session = checked_session_id(session_external_id)
     if request.decision_id is not None:
         existing = GuardDecision.objects.filter(workspace=workspace, session=session,
                                                 decision_id=request.decision_id).first()
         if existing is not None:
             return _repeat(existing, request)
-    context = context or live.context_for(workspace)
+    context = context or context_for(workspace)
     policy = effective_policy(workspace)
-    now = live.session_now(workspace, session, context)
+    now = session_now(workspace, session, context)
     model = _model(workspace, context)
     sampled = _sampled(context, now, request, policy)
     proposed, _ = _assess(context, now, request.event, request.continuation, "event", policy,
@@ -409,7 +412,7 @@ def decision_row(workspace: Workspace, session_external_id: str,
                  decision_id: str) -> GuardDecision:
     """The decision with this id as it stands now (past its deadline: the policy's default
     applied); 404 when there is none."""
-    session = live._session_id(session_external_id)
+    session = checked_session_id(session_external_id)
     row = GuardDecision.objects.filter(workspace=workspace, session=session,
                                        decision_id=decision_id).first()
     if row is None:

@@ -15,7 +15,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST, require_safe
 
-from studio.live import services as live
+from studio.live.context import context_for
+from studio.live.events import SOURCE_LIVE
 from studio.rules.models import RuleVersion
 from studio.traces.models import TraceSession
 from studio.workspaces.access import actor, workspace_page
@@ -60,7 +61,7 @@ def _versions_in_words(versions) -> list[str]:
 @require_safe
 def model_page(request: HttpRequest, slug: str):
     workspace, roles = workspace_page(request, slug)
-    context = live.context_for(workspace)
+    context = context_for(workspace)
     policy = effective_policy(workspace)
     newest = _newest(workspace)
     drawn = (newest if newest is not None and newest.status == ModelStatus.READY else
@@ -88,7 +89,7 @@ def model_page(request: HttpRequest, slug: str):
 
 
 def _live_risks(workspace, context, policy) -> tuple[list[dict], int, str]:
-    sessions = (TraceSession.objects.filter(workspace=workspace, source=live.SOURCE_LIVE)
+    sessions = (TraceSession.objects.filter(workspace=workspace, source=SOURCE_LIVE)
                 .order_by(F("last_event_at").desc(nulls_last=True), "-id"))
     total = sessions.count()
     if not total:

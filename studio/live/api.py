@@ -20,7 +20,10 @@ from ninja import Field, Router, Schema
 
 from studio.errors import ServiceError
 
-from . import intake, services
+from . import ending, intake, reading
+from .errors import LabelerUnavailable
+from .events import SOURCE_LIVE
+from .ingest import ingest
 
 router = Router(tags=["live"])
 
@@ -196,7 +199,7 @@ def answer(run):
         return intake.on_recent_connection(run)
     except intake.Refused as exc:
         return problem(exc.status, exc.message, exc.headers)
-    except services.LabelerUnavailable as exc:
+    except LabelerUnavailable as exc:
         return problem(exc.status, exc.message, {"Retry-After": str(exc.retry_after)})
     except ServiceError as exc:
         return problem(exc.status, exc.message, field=exc.field)
@@ -211,8 +214,8 @@ def answer(run):
 def post_events(request: HttpRequest, slug: str, session_id: str):
     def run():
         workspace, actor, delivery, events = _read(request, slug, "events")
-        result = services.ingest(workspace, session_id, events, services.SOURCE_LIVE, actor,
-                                 delivery_id=delivery)
+        result = ingest(workspace, session_id, events, SOURCE_LIVE, actor,
+                        delivery_id=delivery)
         if not result["rejected"]:
             status = 200
         elif result["stored"] or result["duplicates"]:
@@ -231,7 +234,7 @@ def post_events(request: HttpRequest, slug: str, session_id: str):
 def check_candidates(request: HttpRequest, slug: str, session_id: str):
     def run():
         workspace, _, _, candidates = _read(request, slug, "candidates")
-        return JsonResponse(services.check(workspace, session_id, candidates))
+        return JsonResponse(reading.check(workspace, session_id, candidates))
 
     return answer(run)
 
@@ -255,6 +258,6 @@ def end_session(request: HttpRequest, slug: str, session_id: str):
             # Ignored, but still input: it is read as every body is, so that NUL, a lone
             # surrogate or broken JSON is refused here as on the events route.
             intake.parse_json(body)
-        return JsonResponse(services.end_session(workspace, session_id, actor))
+        return JsonResponse(ending.end_session(workspace, session_id, actor))
 
     return answer(run)

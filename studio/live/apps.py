@@ -13,7 +13,7 @@ class LiveConfig(AppConfig):
         from studio.workspaces.models import Workspace
 
         from .causal_guards import forget_declarations
-        from .services import forget_contexts
+        from .context import forget_contexts
 
         # What live monitoring is checked against changed: read it again on the next delivery.
         for model in (Workspace, Rule, RuleVersion, RuleSet, Labeler):

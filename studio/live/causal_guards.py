@@ -16,7 +16,7 @@ the same values (``studio.web.message_chart_pages``): a guard's causal value doe
 order in which the events arrived.
 
 Nothing is replayed per event.  Each server process keeps, per session, the guards' monitor
-(``studio.causal.live.LiveGuards``) over the events it has seen, as ``services`` keeps the rules'
+(``studio.causal.live.LiveGuards``) over the events it has seen, as ``snapshots`` keeps the rules'
 monitors: taken out of the cache for a delivery and put back when it commits.  It is built -
 from the session's stored events, once - at the first choice event the process sees in the
 session, and again only when a new lifeline appears (the monitor is compiled for its
@@ -43,6 +43,8 @@ from studio.causal.msc import CHOICE_KEY
 from studio.rules.models import CausalGuard
 from studio.traces.models import Event
 from studio.workspaces.models import Workspace
+
+from . import storage
 
 # A lifeline name for events that have none, as the MSC page charts them.
 UNNAMED_LIFELINE = "(no lifeline)"
@@ -103,16 +105,14 @@ def _event(step: int, lifeline: str, data: Any, message_id: str, message_peer: s
 
 def _stored(session_pk: int, from_step: int) -> list[dict]:
     """The session's stored events from a step on, in step order.  Written out and run as
-    ``services`` runs its statements: the ORM would spend about a millisecond of CPU building
+    ``storage`` runs its statements: the ORM would spend about a millisecond of CPU building
     the query, and a monitor kept by another process catches up here at most deliveries."""
-    from . import services
-
     sql = (f"SELECT step, lifeline, data, message_id, message_peer, message_kind FROM "
            f"{connection.ops.quote_name(Event._meta.db_table)} WHERE session_id = %s AND "
            "step >= %s ORDER BY step")
     load = Event._meta.get_field("data").from_db_value
     return [_event(step, lifeline, load(data, None, connection), *message)
-            for step, lifeline, data, *message in services._run(sql, [session_pk, from_step])]
+            for step, lifeline, data, *message in storage.run(sql, [session_pk, from_step])]
 
 
 def _build(workspace: Workspace, session_pk: int, key: tuple, lifelines: set[str]) -> _State:
@@ -190,7 +190,7 @@ def _releases(workspace: Workspace, session_pk: int, rows: Sequence[tuple[int, A
 
 def decide(workspace: Workspace, external_id: str, session_pk: int, steps_before: int,
            rows: Sequence[tuple[int, Any]]) -> Answers:
-    """The guards of the choice events among ``rows`` (``(step, services.Clean)``, in step
+    """The guards of the choice events among ``rows`` (``(step, events.Clean)``, in step
     order: the events this delivery stores, after the ``steps_before`` stored ones).  Call in
     the delivery's transaction, holding the session's lock; the monitor is kept for the next
     delivery when the transaction commits."""

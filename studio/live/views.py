@@ -22,7 +22,10 @@ from studio.traces.formats import otlp_protobuf
 from studio.traces.formats.otlp import decode_traces
 from studio.workspaces.acting import Actor
 
-from . import intake, services
+from . import intake
+from .context import context_for
+from .events import SOURCE_OTLP
+from .ingest import ingest
 
 # google.rpc.Code values for the Status body.
 _GRPC = {400: 3, 401: 16, 404: 5, 405: 12, 413: 3, 415: 3, 422: 3, 429: 8, 503: 14}
@@ -76,13 +79,12 @@ def _export(request: HttpRequest) -> HttpResponse:
     sessions: dict[str, list[dict]] = {}
     for event in decoded.events:
         sessions.setdefault(event["session"], []).append(event)
-    context = services.context_for(workspace) if sessions else None
+    context = context_for(workspace) if sessions else None
     # One transaction per session, in a fixed order: a request never holds two session locks.
     for session_id in sorted(sessions):
         events = sessions[session_id]
         try:
-            result = services.ingest(workspace, session_id, events, services.SOURCE_OTLP, actor,
-                                     context=context)
+            result = ingest(workspace, session_id, events, SOURCE_OTLP, actor, context=context)
         except ServiceError as exc:
             rejected += len(events)
             messages.append(f"session {session_id[:80]!r}: {exc.message}")

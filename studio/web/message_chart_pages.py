@@ -37,7 +37,7 @@ from studio.traces import msc_svg
 from studio.traces.models import Event, TraceSession, UploadFormat
 from studio.workspaces.access import workspace_page
 
-# Events that OpenTelemetry exporters sent to /v1/traces (studio.live.services.SOURCE_OTLP).
+# Events that OpenTelemetry exporters sent to /v1/traces (studio.live.events.SOURCE_OTLP).
 SOURCE_OTLP = "otlp"
 
 # Longer sessions are charted up to this many events (steps in order), with a notice.

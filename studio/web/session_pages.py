@@ -33,8 +33,8 @@ from studio.audits.services import prefetch_answers
 from studio.errors import ServiceError
 from studio.labeling import LabelerConfigError
 from studio.labeling.llm import LLMError
-from studio.live import pages as live_pages
-from studio.live import services as live_services
+from studio.live.context import context_for as live_context_for
+from studio.live.reading import current_rules
 from studio.logic.anticipation import WORDS as COMPLETE_WORDS
 from studio.logic.parser import FormulaSyntaxError, parse
 from studio.logic.vocabulary import rule_reads
@@ -46,6 +46,7 @@ from studio.traces.models import Event, TraceSession
 from studio.workspaces.access import actor, workspace_page
 from studio.workspaces.models import Role
 
+from . import live_pages
 from .session_page_parts import (GLYPHS, LARGEST_NUMBER, LIST_PARAMS, SEARCH_LIMIT, Missing,
                                  int_param, missing_page, page_links, query_string, run_choice,
                                  run_options, verdict_badge)
@@ -372,9 +373,9 @@ def session_detail(request: HttpRequest, slug: str, session_id: int):
     }
     context.update(_residual_context(run, session, step, results))
     if session.source == "live":  # what the agent was last answered, as the Live page shows
-        live_context = live_services.context_for(workspace)
+        live_context = live_context_for(workspace)
         context["live"] = live_pages.rules_in_words(
-            session, live_services.current_rules(session, live_context), live_context)
+            session, current_rules(session, live_context), live_context)
     return render(request, "sessions/detail.html", context, status=400 if problems else 200)
 
 

@@ -1,7 +1,8 @@
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from . import message_chart_pages, session_list_page, session_pages, upload_pages, views
+from . import (live_pages, message_chart_pages, session_list_page, session_pages, upload_pages,
+               views)
 from .signin import SignInView
 
 # Pages that read several apps live here; the rest are each app's own.
@@ -46,7 +47,8 @@ urlpatterns = [
     *session_urls,
     path("", include("studio.audits.urls")),
     path("", include("studio.evidence.urls")),
-    path("", include("studio.live.page_urls")),
+    path("w/<slug:slug>/live/", live_pages.live, name="live"),
+    path("w/<slug:slug>/live/rows", live_pages.live_rows, name="live_rows"),
     path("", include("studio.guard.page_urls")),
     path("", include("studio.workspaces.urls")),
 ]

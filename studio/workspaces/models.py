@@ -14,7 +14,7 @@ class Workspace(models.Model):
     slug = models.SlugField(max_length=60, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
     # A live session with no event for this long is ended (and gets its end verdicts) by beat's
-    # sweeper (studio.live.services.end_idle_sessions); 0: never.
+    # sweeper (studio.live.ending.end_idle_sessions); 0: never.
     live_inactivity_minutes = models.PositiveIntegerField(default=30)
     # Events older than this many days are erased by beat's retention sweeper
     # (studio.traces.erasure.apply_retention); null or 0: kept for ever.

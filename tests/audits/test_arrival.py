@@ -20,7 +20,7 @@ from studio.audits import arrival
 from studio.audits.models import AuditRun, BatchStatus, RunStatus, SessionResult
 from studio.audits.services import start_audit
 from studio.errors import ServiceError
-from studio.live import services as live
+from studio.live.ingest import ingest
 from studio.rules.models import RuleSet
 from studio.traces import services as uploads
 from studio.traces.models import Upload, UploadStatus
@@ -113,7 +113,7 @@ def test_an_upload_audited_on_arrival_stores_what_a_separate_audit_stores(
     sessions = {f"a{seed}-{i:02d}": random_events(rng, rng.randint(1, 70)) for i in range(14)}
     # Two sessions that must be audited afterwards, from the database: one already has events
     # (a live delivery before the upload), one comes with explicit steps out of order.
-    live.ingest(team.workspace, f"a{seed}-00", [{"id": "before-1", "labels": ["request"]}])
+    ingest(team.workspace, f"a{seed}-00", [{"id": "before-1", "labels": ["request"]}])
     disordered = f"a{seed}-01"
     sessions[disordered] = [dict(e, step=s) for e, s in zip(
         random_events(rng, 6), [0, 1, 4, 2, 3, 5])]

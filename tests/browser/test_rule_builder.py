@@ -11,7 +11,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-from studio.live import services as live
+from studio.live.ingest import ingest
 from studio.rules.models import Rule
 from studio.workspaces.models import Role
 from studio.workspaces.services import create_user, create_workspace
@@ -47,7 +47,7 @@ def test_build_a_bounded_response_over_a_tool_argument_and_create_it(
     ann = create_user("ann", PASSWORD["ann"])
     workspace = create_workspace("Payments", owner=ann, slug="payments",
                                  roles=(Role.AUTHOR, Role.AUDITOR))
-    live.ingest(workspace, "s1", [
+    ingest(workspace, "s1", [
         {"event_id": "e0", "input": "I want my money back", "data": {"role": "user"}},
         {"event_id": "e1", "output": {"tool": "issue_refund", "args": {"amount": 900}}},
         {"event_id": "e2", "output": {"tool": "escalate_to_human",

@@ -9,7 +9,7 @@ import threading
 from django.test import Client, override_settings
 
 from studio.client import GuardedSession, GuardStopped, StudioClient, StudioError
-from studio.live import services
+from studio.live.ingest import clear_caches
 from studio.rules.models import RuleSet
 from studio.traces.models import Event
 from studio.workspaces import services as workspace_services
@@ -25,10 +25,10 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 @pytest.fixture(autouse=True)
 def _fresh_caches():
-    services.clear_caches()
+    clear_caches()
     _forget_policies()
     yield
-    services.clear_caches()
+    clear_caches()
     _forget_policies()
 
 

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from studio.guard import services as guard_services
-from studio.live import services as live_services
+from studio.live.ingest import clear_caches
 from studio.monitor.anticipation import permanently_violated
 from studio.monitor.session import RuleSet, SessionMonitor
 from studio.workspaces import services as workspace_services
@@ -25,10 +25,10 @@ REFUND_RULE = "F tool_call:refund & G(tool_call:pay -> G !tool_call:refund)"
 
 @pytest.fixture(autouse=True)
 def _fresh_caches():
-    live_services.clear_caches()
+    clear_caches()
     guard_services.forget_policies()
     yield
-    live_services.clear_caches()
+    clear_caches()
     guard_services.forget_policies()
 
 

@@ -9,7 +9,7 @@ import pytest
 from django.test import Client
 
 from studio.guard import services as guard_services
-from studio.live import services as live_services
+from studio.live.ingest import clear_caches
 from studio.rules.models import RuleSet
 from studio.traces.models import TraceSession
 from studio.workspaces import services as workspace_services
@@ -26,10 +26,10 @@ LOOK = {"output": {"tool": "look", "args": {}}}
 
 @pytest.fixture(autouse=True)
 def _fresh_caches():
-    live_services.clear_caches()
+    clear_caches()
     guard_services.forget_policies()
     yield
-    live_services.clear_caches()
+    clear_caches()
     guard_services.forget_policies()
 
 

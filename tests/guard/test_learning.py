@@ -24,7 +24,8 @@ from studio import tasks
 from studio.guard import learning
 from studio.guard.models import LearnedRiskModel, ModelStatus
 from studio.labeling import Labeling
-from studio.live import services as live
+from studio.live.context import context_for
+from studio.live.ingest import clear_caches
 from studio.monitor import RuleSet as CompiledRules
 from studio.risk.abstraction import Abstraction
 from studio.risk.predictor import ANY_RULE, RiskModel
@@ -40,10 +41,10 @@ ATOMS = ["pay", "approved", "ask", "answer", "other"]
 
 @pytest.fixture(autouse=True)
 def _fresh_caches():
-    live.clear_caches()
+    clear_caches()
     learning.clear_caches()
     yield
-    live.clear_caches()
+    clear_caches()
     learning.clear_caches()
 
 
@@ -145,7 +146,7 @@ def test_one_model_waits_at_a_time(team):
     add_rule(team, "approval", "G(pay -> O approved) & G !delete")
     during = learning.request_model(team.workspace)
     assert during.pk == first.pk and LearnedRiskModel.objects.count() == 1
-    live_key = live.context_for(team.workspace).versions_key
+    live_key = context_for(team.workspace).versions_key
     assert during.follow_up["versions"] == live_key and not during.follow_up["again"]
 
 
@@ -288,7 +289,7 @@ def test_a_workspace_that_never_learned_a_model_is_not_made_to(
 def test_current_model_is_a_lookup_once_loaded(team, learn, django_assert_num_queries):
     add_sessions(team, sessions(12))
     made = learn(team)
-    key = live.context_for(team.workspace).versions_key
+    key = context_for(team.workspace).versions_key
     learning.clear_caches()
     model = learning.current_model(team.workspace, key)
     assert model is not None and len(model.states) == made.states
@@ -330,7 +331,7 @@ def test_a_model_that_cannot_be_loaded_counts_as_none(team, learn, caplog):
 def test_current_model_checks_again_after_the_interval(team, learn, django_assert_num_queries):
     add_sessions(team, sessions(4))
     learn(team)
-    key = live.context_for(team.workspace).versions_key
+    key = context_for(team.workspace).versions_key
     with override_settings(GUARD_MODEL_CHECK_SECONDS=0.2):
         model = learning.current_model(team.workspace, key)
         with django_assert_num_queries(0):
@@ -369,7 +370,7 @@ def test_edits_while_one_runs_leave_one_follow_up(team, monkeypatch,
     first.refresh_from_db()
     assert first.status == ModelStatus.READY and first.follow_up is None
     follow = LearnedRiskModel.objects.exclude(pk=first.pk).get()
-    final_key = live.context_for(team.workspace).versions_key
+    final_key = context_for(team.workspace).versions_key
     assert follow.status == ModelStatus.QUEUED and follow.versions == final_key
     assert follow.reason == "the live rules changed"
     # Exactly one task is sent, after the commit (the rest: the edits' signals).
@@ -415,7 +416,7 @@ def test_a_labeler_changing_while_one_runs_asks_for_one_more(team):
     learning.relearn_if_rules_changed(team.workspace.pk)
     first.refresh_from_db()
     assert first.follow_up["again"]
-    assert first.follow_up["versions"] == live.context_for(team.workspace).versions_key
+    assert first.follow_up["versions"] == context_for(team.workspace).versions_key
 
 
 def test_a_failed_relearn_still_queues_its_follow_up(team, monkeypatch):
@@ -430,7 +431,7 @@ def test_a_failed_relearn_still_queues_its_follow_up(team, monkeypatch):
     assert learning.learn_model(first.pk) == "failed"
     follow = LearnedRiskModel.objects.exclude(pk=first.pk).get()
     assert follow.status == ModelStatus.QUEUED
-    assert follow.versions == live.context_for(team.workspace).versions_key
+    assert follow.versions == context_for(team.workspace).versions_key
 
 
 def test_a_lost_worker_s_follow_up_starts_when_its_claim_expires(team):
@@ -460,7 +461,7 @@ def test_a_lost_worker_s_follow_up_starts_when_its_claim_expires(team):
     follow = LearnedRiskModel.objects.filter(workspace=team.workspace).exclude(
         pk=stuck.pk).get()
     assert follow.status == ModelStatus.QUEUED
-    assert follow.versions == live.context_for(team.workspace).versions_key
+    assert follow.versions == context_for(team.workspace).versions_key
     # The other workspace's relearn, running for a short while, is left alone.
     assert LearnedRiskModel.objects.get(pk=fresh.pk).status == ModelStatus.RUNNING
 
@@ -561,7 +562,7 @@ def test_relearning_coalesces_whatever_happens_in_between(team, operations):
     # newest ready model unless it failed or its worker was lost (then nothing newer is).
     last = LearnedRiskModel.objects.get(pk=max(started_at_step, key=started_at_step.get))
     assert started_at_step[last.pk] >= last_change
-    assert last.versions == live.context_for(team.workspace).versions_key
+    assert last.versions == context_for(team.workspace).versions_key
     newest = (LearnedRiskModel.objects.filter(workspace=team.workspace,
                                               status=ModelStatus.READY)
               .order_by("-finished_at", "-id").first())
@@ -723,7 +724,7 @@ def test_edits_in_quick_succession_learn_at_most_twice_on_a_real_worker(tmp_path
         [(r.status, r.error) for r in relearns]
     if len(relearns) == 2:
         assert relearns[1].started_at >= relearns[0].finished_at   # one after the other
-    final_key = live.context_for(team.workspace).versions_key
+    final_key = context_for(team.workspace).versions_key
     last_edit = RuleVersion.objects.get(pk=dict(map(tuple, final_key))["escalation_acked"])
     assert last_edit.formula == f"G(escalate -> F[0,{3 + edits}] ack)"
     assert relearns[-1].versions == final_key

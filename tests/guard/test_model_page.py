@@ -12,7 +12,7 @@ from django.urls import reverse
 
 from studio.guard import drawing, learning
 from studio.guard.models import LearnedRiskModel, ModelStatus
-from studio.live import services as live
+from studio.live.ingest import clear_caches
 from studio.monitor import RuleSet as CompiledRules
 from studio.risk.abstraction import Abstraction
 from studio.risk.predictor import RiskModel
@@ -31,10 +31,10 @@ ATOMS = ["pay", "approved", "ask", "answer", HOSTILE]
 
 @pytest.fixture(autouse=True)
 def _fresh_caches():
-    live.clear_caches()
+    clear_caches()
     learning.clear_caches()
     yield
-    live.clear_caches()
+    clear_caches()
     learning.clear_caches()
 
 

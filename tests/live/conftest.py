@@ -10,7 +10,7 @@ import uuid
 import pytest
 from django.test import Client
 
-from studio.live import services
+from studio.live.ingest import clear_caches
 from studio.live.intake import sign
 from studio.rules.models import Rule, RuleVersion, VersionStatus
 from studio.workspaces import services as workspace_services
@@ -34,9 +34,9 @@ def approve(workspace: Workspace, author, name: str, formula: str) -> RuleVersio
 
 @pytest.fixture(autouse=True)
 def _fresh_caches():
-    services.clear_caches()
+    clear_caches()
     yield
-    services.clear_caches()
+    clear_caches()
 
 
 @pytest.fixture

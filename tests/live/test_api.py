@@ -12,7 +12,7 @@ import pytest
 from django.db import OperationalError, close_old_connections, connection, connections
 from django.test import Client, override_settings
 
-from studio.live import intake, services
+from studio.live import api, intake
 from studio.traces.models import Event, TraceSession
 from studio.workspaces import services as workspace_services
 from studio.workspaces.models import WebhookSecret
@@ -246,7 +246,7 @@ def test_past_the_rate_limit_429_with_retry_after(workspace, token, secret):
 
 def test_an_unavailable_database_is_503_with_retry_after(workspace, token):
     agent = Agent("acme", token=token)
-    with mock.patch.object(services, "ingest", side_effect=OperationalError("gone")):
+    with mock.patch.object(api, "ingest", side_effect=OperationalError("gone")):
         response = agent.post("s1", [SHIP])
     assert response.status_code == 503 and response["Retry-After"] == "5"
     with mock.patch("studio.live.intake.find_token", side_effect=OperationalError("gone")):

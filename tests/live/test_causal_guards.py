@@ -13,7 +13,8 @@ import pytest
 from django.test import Client
 
 from studio.causal.examples import MERGE_GUARDS, merge_scenario
-from studio.live import causal_guards, services
+from studio.live import causal_guards
+from studio.live.ingest import clear_caches
 from studio.rules import guards as guard_services
 from studio.traces.models import TraceSession
 from tests.live.conftest import Agent
@@ -179,7 +180,7 @@ def test_another_process_rebuilds_or_catches_up_from_the_stored_events(workspace
         (value,) = committed(agent, events[11])["events"][0]["guards"]
     assert value["value"] is False
     assert [c.args for c in stored.call_args_list] == [(behind.session_pk, 10)]  # just the gap
-    services.clear_caches()            # a process that saw nothing: built from every event
+    clear_caches()            # a process that saw nothing: built from every event
     (value,) = committed(agent, {**events[11], "step": 12})["events"][0]["guards"]
     assert value["value"] is False
 

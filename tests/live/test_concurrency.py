@@ -6,7 +6,7 @@ import threading
 import pytest
 from django.db import connection, connections
 
-from studio.live import services
+from studio.live.ingest import clear_caches, ingest
 from studio.traces.models import Event, TraceSession
 from tests.live.test_services import offline, states_of
 
@@ -47,7 +47,7 @@ def race(target, count=THREADS):
 def test_the_same_delivery_from_16_threads_stores_one_event_and_one_change(workspace):
     assert connection.vendor == "postgresql"
     event = {"event_id": "same", "output": {"tool": "ship", "args": {}}}
-    results = race(lambda i: services.ingest(workspace, "s1", [event]))
+    results = race(lambda i: ingest(workspace, "s1", [event]))
     assert Event.objects.count() == 1
     statuses = sorted(r["events"][0]["status"] for r in results)
     assert statuses == ["duplicate"] * (THREADS - 1) + ["stored"]
@@ -63,18 +63,18 @@ def test_concurrent_deliveries_to_one_session_are_monitored_one_after_the_other(
     tools = ["search", "ship", "delete", "pay", "delete", "search", "pay", "ship"]
     events = [{"event_id": f"e{i}", "output": {"tool": tools[i % len(tools)], "args": {}}}
               for i in range(THREADS)]
-    race(lambda i: services.ingest(workspace, "s1", [events[i]]))
+    race(lambda i: ingest(workspace, "s1", [events[i]]))
     stored = list(Event.objects.order_by("step"))
     assert [e.step for e in stored] == list(range(THREADS))
     # Whatever order they were stored in, the saved verdicts are those of that order.
     by_id = {e["event_id"]: e for e in events}
     _, expected = offline([by_id[e.event_id] for e in stored])
-    services.clear_caches()
-    assert states_of(services.ingest(workspace, "s1", [])) == expected
+    clear_caches()
+    assert states_of(ingest(workspace, "s1", [])) == expected
 
 
 def test_one_event_id_raced_into_two_sessions_is_stored_once(workspace):
-    results = race(lambda i: services.ingest(workspace, f"s{i % 2}", [{"event_id": "x"}]), 8)
+    results = race(lambda i: ingest(workspace, f"s{i % 2}", [{"event_id": "x"}]), 8)
     assert Event.objects.count() == 1
     statuses = sorted(r["events"][0]["status"] for r in results)
     assert statuses.count("stored") == 1

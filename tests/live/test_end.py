@@ -11,7 +11,10 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
-from studio.live import services
+from studio.live.context import context_for
+from studio.live.ending import end_idle_sessions
+from studio.live.ingest import clear_caches
+from studio.live.reading import current_rules
 from studio.traces.models import TraceSession
 from studio.workspaces.models import AuditLogEntry, Workspace
 from tests.live.conftest import Agent, approve
@@ -49,7 +52,7 @@ def test_a_rule_pending_while_open_is_violated_once_the_session_ends(confirm, to
     session = TraceSession.objects.get(external_id="s1")
     assert session.ended_at is not None and not session.is_open
     # The Live page reads the same: the session's verdicts after the end, violations counted.
-    now = rules_of(services.current_rules(session, services.context_for(confirm)))
+    now = rules_of(current_rules(session, context_for(confirm)))
     assert (now["confirms"]["verdict"], now["confirms"]["violations"]) == ("violated", 1)
     assert AuditLogEntry.objects.filter(action="live_session.ended").count() == 1
 
@@ -117,16 +120,16 @@ def test_the_inactivity_timeout_ends_idle_sessions_only(confirm, token, owner):
     long_ago = timezone.now() - timedelta(minutes=31)
     TraceSession.objects.filter(external_id="idle").update(last_event_at=long_ago)
 
-    assert services.end_idle_sessions() == 1
+    assert end_idle_sessions() == 1
     idle, busy = (TraceSession.objects.get(external_id=n) for n in ("idle", "busy"))
     assert idle.ended_at is not None and busy.ended_at is None
-    now = rules_of(services.current_rules(idle, services.context_for(confirm)))
+    now = rules_of(current_rules(idle, context_for(confirm)))
     assert now["confirms"]["verdict"] == "violated"
-    assert services.end_idle_sessions() == 0  # already ended
+    assert end_idle_sessions() == 0  # already ended
 
     Workspace.objects.filter(pk=confirm.pk).update(live_inactivity_minutes=0)  # never
     TraceSession.objects.filter(external_id="busy").update(last_event_at=long_ago)
-    assert services.end_idle_sessions() == 0
+    assert end_idle_sessions() == 0
 
 
 def test_beat_runs_the_timeout():
@@ -156,7 +159,7 @@ def test_no_live_answer_says_satisfied_where_a_violation_was_counted(workspace, 
         if not workspace.rules.filter(name=f"ship_{name}").exists():
             version = approve(workspace, owner, f"ship_{name}", "!tool_call:ship W tool_call:pay")
             type(version).objects.filter(pk=version.pk).update(counting=counting)
-    services.clear_caches()
+    clear_caches()
     agent = Agent("acme", token=token)
     session = f"s{TraceSession.objects.count()}"
     answers = []
@@ -166,8 +169,8 @@ def test_no_live_answer_says_satisfied_where_a_violation_was_counted(workspace, 
         answers.append(agent.post(session, [{"output": {"tool": "ship", "args": {}}}],
                                   what="check").json()["candidates"][0]["rules"])
     answers.append(agent.post(session, [], what="end").json()["rules"])
-    answers.append(services.current_rules(TraceSession.objects.get(external_id=session),
-                                          services.context_for(workspace))["rules"])
+    answers.append(current_rules(TraceSession.objects.get(external_id=session),
+                                 context_for(workspace))["rules"])
 
     for rules in answers:
         for rule in rules:

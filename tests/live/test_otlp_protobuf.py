@@ -20,7 +20,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExportResult
 
-from studio.live import services
+from studio.live.ingest import clear_caches
 from studio.traces.models import Event, TraceSession
 
 PROTOBUF = "application/x-protobuf"
@@ -135,7 +135,7 @@ def test_the_python_exporter_is_stored_and_monitored_as_json_is(live_server, wor
 
     # The same spans as OTLP JSON, into an emptied workspace, give the same events and monitors.
     TraceSession.objects.all().delete()
-    services.clear_caches()
+    clear_caches()
     response = Client().post("/v1/traces", data=json.dumps(json_equivalent(exporter.spans)),
                              content_type="application/json",
                              headers={"Authorization": f"Bearer {token}"})

@@ -1,10 +1,16 @@
 """The live service on the database: steps in arrival order, idempotency, monitor state that
 resumes exactly (compared with the offline SessionMonitor), rebuilds, candidates."""
 
+import time
+
 import pytest
 
 from studio.labeling import Labeling
-from studio.live import services
+from studio.live import snapshots
+from studio.live.context import live_versions
+from studio.live.ingest import clear_caches, ingest
+from studio.live.reading import check
+from studio.live.snapshots import STATE_FORMAT
 from studio.monitor import RuleSet, SessionMonitor
 from studio.rules import monitoring
 from studio.rules.models import Labeler, RuleVersion, VersionStatus
@@ -51,8 +57,8 @@ def test_verdict_changes_and_residuals_match_the_offline_monitor(workspace, batc
     results = []
     for start in range(0, len(SESSION), batch):
         if start % (2 * batch):
-            services.clear_caches()  # every other batch resumes from the saved JSON state
-        results.append(services.ingest(workspace, "s1", SESSION[start:start + batch]))
+            clear_caches()  # every other batch resumes from the saved JSON state
+        results.append(ingest(workspace, "s1", SESSION[start:start + batch]))
     changes, states = offline(SESSION)
     got = [item["changes"] for r in results for item in r["events"]]
     assert got == changes
@@ -66,15 +72,15 @@ def test_cached_and_reloaded_monitors_agree(workspace, monkeypatch,
                                             django_capture_on_commit_callbacks):
     """One process keeping the session's monitor, and a new process for every delivery: the
     same answers, and the same snapshots (saved every SNAPSHOT_EVERY events)."""
-    monkeypatch.setattr(services, "SNAPSHOT_EVERY", 2)
+    monkeypatch.setattr(snapshots, "SNAPSHOT_EVERY", 2)
     cached, reloaded = [], []
     for event in SESSION:
         with django_capture_on_commit_callbacks(execute=True):  # kept, as after a commit
-            cached.append(services.ingest(workspace, "cached", [event]))
+            cached.append(ingest(workspace, "cached", [event]))
     for event in SESSION:
-        services.clear_caches()
-        reloaded.append(services.ingest(workspace, "reloaded",
-                                        [{**event, "event_id": "r" + event["event_id"]}]))
+        clear_caches()
+        reloaded.append(ingest(workspace, "reloaded",
+                               [{**event, "event_id": "r" + event["event_id"]}]))
 
     def answers(results):
         return [([item["changes"] for item in r["events"]], r["rules"], r["rebuilt"])
@@ -87,16 +93,16 @@ def test_cached_and_reloaded_monitors_agree(workspace, monkeypatch,
 
 
 def test_the_saved_state_is_small_and_has_no_witnesses(workspace):
-    services.ingest(workspace, "s1", SESSION)
+    ingest(workspace, "s1", SESSION)
     state = TraceSession.objects.get(external_id="s1").monitor_state
-    assert state["format"] == services.STATE_FORMAT and state["steps"] == len(SESSION)
+    assert state["format"] == STATE_FORMAT and state["steps"] == len(SESSION)
     assert [name for name, _ in state["versions"]] == sorted(name for name, _ in RULES)
     assert "'witness': [{" not in repr(state)
 
 
 def test_a_delivery_twice_stores_one_event_and_reports_its_changes_once(workspace):
-    first = services.ingest(workspace, "s1", SESSION[:2])
-    again = services.ingest(workspace, "s1", SESSION[:2])
+    first = ingest(workspace, "s1", SESSION[:2])
+    again = ingest(workspace, "s1", SESSION[:2])
     assert first["stored"] == 2 and again["stored"] == 0 and again["duplicates"] == 2
     assert [i["status"] for i in again["events"]] == ["duplicate", "duplicate"]
     assert [i["step"] for i in again["events"]] == [0, 1]
@@ -105,19 +111,19 @@ def test_a_delivery_twice_stores_one_event_and_reports_its_changes_once(workspac
     assert states_of(again) == states_of(first)
     assert Event.objects.filter(session__external_id="s1").count() == 2
     # A repeat inside one batch is a duplicate of the first occurrence.
-    inside = services.ingest(workspace, "s2", [{"event_id": "z"}, {"event_id": "z"}])
+    inside = ingest(workspace, "s2", [{"event_id": "z"}, {"event_id": "z"}])
     assert [i["status"] for i in inside["events"]] == ["stored", "duplicate"]
 
 
 def test_an_event_id_of_another_session_is_refused_for_that_item(workspace):
-    services.ingest(workspace, "s1", [{"event_id": "x"}])
-    result = services.ingest(workspace, "s2", [{"event_id": "x"}, {"event_id": "y"}])
+    ingest(workspace, "s1", [{"event_id": "x"}])
+    result = ingest(workspace, "s2", [{"event_id": "x"}, {"event_id": "y"}])
     assert [i["status"] for i in result["events"]] == ["error", "stored"]
     assert result["events"][0]["field"] == "event_id" and result["events"][1]["step"] == 0
 
 
 def test_bad_items_are_named_and_the_others_stored(workspace):
-    result = services.ingest(workspace, "s1", [
+    result = ingest(workspace, "s1", [
         {"event_id": "ok1"}, "text", {"data": [1]}, {"labels": "approved"},
         {"timestamp": "yesterday"}, {"session": "other"}, {"input": "a\x00b"},
         {"lifeline": "x" * 201}, {"message": {"id": "m", "kind": "shout"}}, {"event_id": "ok2"}])
@@ -131,7 +137,7 @@ def test_bad_items_are_named_and_the_others_stored(workspace):
 
 
 def test_canonical_fields_and_free_fields(workspace):
-    services.ingest(workspace, "s1", [{
+    ingest(workspace, "s1", [{
         "event_id": 17, "step": 99, "lifeline": "planner", "timestamp": "2025-01-31T12:00:00Z",
         "input": "hi", "output": {"tool": "pay", "args": {}}, "data": {"k": 1},
         "labels": ["approved"], "role": "assistant",
@@ -145,24 +151,24 @@ def test_canonical_fields_and_free_fields(workspace):
 
 
 def test_a_new_rule_version_rebuilds_the_state_from_the_stored_events(workspace, owner):
-    services.ingest(workspace, "s1", SESSION[:3])
+    ingest(workspace, "s1", SESSION[:3])
     approve(workspace, owner, "no_delete", "G !tool_call:drop")      # v2 replaces v1
     approve(workspace, owner, "searched", "F tool_call:search")       # a new rule
-    result = services.ingest(workspace, "s1", SESSION[3:4])
+    result = ingest(workspace, "s1", SESSION[3:4])
     assert result["rebuilt"] is True
     rules = [(n, f) for n, f in RULES if n != "no_delete"] + [
         ("no_delete", "G !tool_call:drop"), ("searched", "F tool_call:search")]
     _, states = offline(SESSION[:4], rules)
     assert states_of(result) == states
     assert states["searched"][0] == "satisfied" and states["no_delete"][2] == 0
-    assert services.ingest(workspace, "s1", SESSION[4:5])["rebuilt"] is False
+    assert ingest(workspace, "s1", SESSION[4:5])["rebuilt"] is False
 
 
 def test_a_session_with_events_but_no_state_is_rebuilt(workspace):
-    services.ingest(workspace, "s1", SESSION[:3])
+    ingest(workspace, "s1", SESSION[:3])
     TraceSession.objects.filter(external_id="s1").update(monitor_state=None)
-    services.clear_caches()
-    result = services.ingest(workspace, "s1", SESSION[3:])
+    clear_caches()
+    result = ingest(workspace, "s1", SESSION[3:])
     assert result["rebuilt"] is True
     assert states_of(result) == offline(SESSION)[1]
 
@@ -170,7 +176,7 @@ def test_a_session_with_events_but_no_state_is_rebuilt(workspace):
 def test_workspace_labelers_label_live_events(workspace, owner):
     Labeler.objects.create(workspace=workspace, atom="approved", kind="field",
                            config={"path": "data.approver", "op": "!=", "value": ""})
-    result = services.ingest(workspace, "s1", [
+    result = ingest(workspace, "s1", [
         {"event_id": "1", "output": {"tool": "ship", "args": {"amount": 20000}}},
         {"event_id": "2", "data": {"approver": "kim"}}])
     assert states_of(result)["big_needs_approval"][1].startswith("G ")  # discharged
@@ -182,9 +188,9 @@ def test_workspace_labelers_label_live_events(workspace, owner):
 
 
 def test_check_answers_per_candidate_and_stores_nothing(workspace):
-    services.ingest(workspace, "s1", SESSION[:1])
+    ingest(workspace, "s1", SESSION[:1])
     before = (Event.objects.count(), TraceSession.objects.get(external_id="s1").monitor_state)
-    answer = services.check(workspace, "s1", [
+    answer = check(workspace, "s1", [
         {"output": {"tool": "delete", "args": {}}},
         {"output": {"tool": "pay", "args": {}}},
         {"data": "not an object"}])
@@ -199,14 +205,14 @@ def test_check_answers_per_candidate_and_stores_nothing(workspace):
     assert {r["rule"]: r for r in pay["rules"]}["pay_before_ship"]["residual"] == "true"
     assert bad["field"] == "data"
     # Each candidate stands alone, from the session as stored; an unknown session is empty.
-    fresh = services.check(workspace, "nobody", [{"output": {"tool": "ship", "args": {}}}])
+    fresh = check(workspace, "nobody", [{"output": {"tool": "ship", "args": {}}}])
     assert fresh["steps"] == 0 and fresh["candidates"][0]["violates"] is True
     assert not TraceSession.objects.filter(external_id="nobody").exists()
 
 
 def test_one_query_live_versions_agree_with_the_shared_helper(workspace, owner):
     def same():
-        assert ([v.id for v in services.live_versions(workspace)]
+        assert ([v.id for v in live_versions(workspace)]
                 == [v.id for v in monitoring.live_versions(workspace)])
 
     same()
@@ -214,23 +220,23 @@ def test_one_query_live_versions_agree_with_the_shared_helper(workspace, owner):
     draft = RuleVersion.objects.create(rule=RuleVersion.objects.filter(
         rule__name="ends").first().rule, number=9, formula="true", author=owner,
         status=VersionStatus.DRAFT)
-    assert draft.id not in [v.id for v in services.live_versions(workspace)]
+    assert draft.id not in [v.id for v in live_versions(workspace)]
     same()
     live = RuleSetModel.objects.create(workspace=workspace, name="live", live=True)
     same()  # a live set with no rules: nothing is monitored
-    assert services.live_versions(workspace) == []
+    assert live_versions(workspace) == []
     live.rules.add(*workspace.rules.filter(name__in=["ends", "no_delete"]))
     same()
     RuleSetModel.objects.create(workspace=workspace, name="also", live=True).rules.add(
         *workspace.rules.filter(name__in=["no_delete", "pay_before_ship"]))
     same()
-    assert [v.rule for v in services.live_versions(workspace)] == [
+    assert [v.rule for v in live_versions(workspace)] == [
         "ends", "no_delete", "pay_before_ship"]
 
 
 def test_live_events_continue_after_gaps_left_by_an_upload(db):
     """An uploaded session with steps 0, 1, 5 (count 3): live events go to 6, 7 - never 5."""
-    from studio.live.services import ingest
+    from studio.live.ingest import ingest
     from studio.traces.models import Event, TraceSession
     from studio.workspaces.services import create_user, create_workspace
 
@@ -248,19 +254,19 @@ def test_live_events_continue_after_gaps_left_by_an_upload(db):
 def test_the_live_rules_are_reread_when_they_change_here_and_within_the_ttl_otherwise(
         workspace, owner, settings, monkeypatch):
     settings.LIVE_CONTEXT_SECONDS = 2
-    first = services.ingest(workspace, "s1", [{"output": {"tool": "ship"}}])
+    first = ingest(workspace, "s1", [{"output": {"tool": "ship"}}])
     assert "shipping_audit" not in {r["rule"] for r in first["rules"]}
     # Approved through this process (a save): the next delivery is checked against it at once.
     approve(workspace, owner, "shipping_audit", "G !tool_call:ship")
-    second = services.ingest(workspace, "s1", [{"output": {"tool": "ship"}}])
+    second = ingest(workspace, "s1", [{"output": {"tool": "ship"}}])
     assert {r["rule"]: r["verdict"] for r in second["rules"]}["shipping_audit"] == "violated"
     # Withdrawn behind this process's back (another server's write): seen once the TTL passes.
     RuleVersion.objects.filter(rule__name="shipping_audit").update(status=VersionStatus.REJECTED)
-    cached = services.ingest(workspace, "s2", [{"output": {"tool": "ship"}}])
+    cached = ingest(workspace, "s2", [{"output": {"tool": "ship"}}])
     assert "shipping_audit" in {r["rule"] for r in cached["rules"]}
-    clock = services.time.monotonic()
-    monkeypatch.setattr(services.time, "monotonic", lambda: clock + 3)
-    fresh = services.ingest(workspace, "s2", [{"output": {"tool": "ship"}}])
+    clock = time.monotonic()
+    monkeypatch.setattr(time, "monotonic", lambda: clock + 3)
+    fresh = ingest(workspace, "s2", [{"output": {"tool": "ship"}}])
     assert "shipping_audit" not in {r["rule"] for r in fresh["rules"]}
 
 
@@ -271,7 +277,7 @@ def test_the_next_step_is_remembered_until_an_upload_adds_to_the_session(db):
     from django.db.models import F
     from django.test.utils import CaptureQueriesContext
 
-    from studio.live.services import ingest
+    from studio.live.ingest import ingest
     from studio.traces.models import Event, TraceSession
     from studio.workspaces.services import create_user, create_workspace
 
@@ -299,7 +305,7 @@ def test_a_delivery_waits_for_the_disk_unless_told_not_to(workspace, settings, d
         pytest.skip("synchronous_commit is Postgres's")
     settings.LIVE_DURABLE_COMMIT = durable
     with CaptureQueriesContext(connection) as queries:
-        result = services.ingest(workspace, "s-disk", SESSION[:2])
+        result = ingest(workspace, "s-disk", SESSION[:2])
     asynchronous = [q for q in queries if "synchronous_commit TO OFF" in q["sql"]]
     assert len(asynchronous) == (0 if durable else 1)
     assert [item["step"] for item in result["events"]] == [0, 1]

@@ -10,7 +10,9 @@ from django.db.models import F
 from bench.workloads import RULES_20, agent_events
 from studio.caching import LruCache
 from studio.labeling import Labeling
-from studio.live import services
+from studio.live import snapshots, storage
+from studio.live.ingest import ingest
+from studio.live.reading import check
 from studio.monitor import RuleSet, SessionMonitor
 from studio.traces.models import Event, TraceSession, monitor_event
 from studio.workspaces import services as workspace_services
@@ -23,7 +25,7 @@ K = 4  # snapshot every K events in these tests
 
 @pytest.fixture(autouse=True)
 def _small_snapshots(monkeypatch):
-    monkeypatch.setattr(services, "SNAPSHOT_EVERY", K)
+    monkeypatch.setattr(snapshots, "SNAPSHOT_EVERY", K)
 
 
 @pytest.fixture
@@ -72,24 +74,24 @@ class Processes:
     committed (the callbacks run, as after a real commit)."""
 
     def __init__(self, monkeypatch, capture, count):
-        self.caches = [LruCache(services._MONITORS_MAX) for _ in range(count)]
+        self.caches = [LruCache(snapshots._MONITORS_MAX) for _ in range(count)]
         self.monkeypatch = monkeypatch
         self.capture = capture
 
     def _enter(self, which):
         if which is None:  # a process that never saw the session
-            self.monkeypatch.setattr(services, "_MONITORS", LruCache(services._MONITORS_MAX))
+            self.monkeypatch.setattr(snapshots, "_MONITORS", LruCache(snapshots._MONITORS_MAX))
         else:
-            self.monkeypatch.setattr(services, "_MONITORS", self.caches[which])
+            self.monkeypatch.setattr(snapshots, "_MONITORS", self.caches[which])
 
     def ingest(self, which, workspace, session, batch):
         self._enter(which)
         with self.capture(execute=True):
-            return services.ingest(workspace, session, batch)
+            return ingest(workspace, session, batch)
 
     def check(self, which, workspace, session, candidates):
         self._enter(which)
-        return services.check(workspace, session, candidates)
+        return check(workspace, session, candidates)
 
 
 @pytest.fixture
@@ -140,8 +142,8 @@ def test_a_new_process_restores_the_snapshot_and_replays_only_the_events_after_i
     state = TraceSession.objects.get(external_id="s").monitor_state
     assert (state["steps"], state["next_step"]) == (4 * K, 4 * K)  # the last multiple of K
     read_from = []
-    real_read = services._read_events
-    monkeypatch.setattr(services, "_read_events",
+    real_read = storage.read_events
+    monkeypatch.setattr(storage, "read_events",
                         lambda pk, step: read_from.append(step) or real_read(pk, step))
     result = group.ingest(None, workspace, "s", [stream[-1]])
     assert read_from == [4 * K]  # the events after the snapshot, not the whole session

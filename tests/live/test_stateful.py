@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, multiple, rule
 
 from studio.labeling import Labeling
-from studio.live import services
+from studio.live.ingest import clear_caches
 from studio.monitor import RuleSet, SessionMonitor
 from tests.live.conftest import RULES, Agent
 
@@ -108,7 +108,7 @@ class LiveIngestion(RuleBasedStateMachine):
 
     @rule()
     def lose_process_caches(self):
-        services.clear_caches()  # as if the next delivery reached another server process
+        clear_caches()  # as if the next delivery reached another server process
 
     @rule(candidate=st.sampled_from(EVENTS))
     def query(self, candidate):

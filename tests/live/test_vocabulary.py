@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from django.db import connection, transaction
 
-from studio.live import services
+from studio.live.ingest import ingest
 from studio.logic.vocabulary import Collector
 from studio.rules.vocabulary import vocabulary_for
 from studio.traces import vocabulary
@@ -73,7 +73,7 @@ def test_a_delivery_whose_entries_are_known_and_full_costs_one_statement(
         workspace, django_assert_num_queries, django_capture_on_commit_callbacks):
     for i in range(6):  # the entries stored, their examples full (amount) or settled (tool)
         with django_capture_on_commit_callbacks(execute=True):
-            services.ingest(workspace, "s1", [refund(i, i)])
+            ingest(workspace, "s1", [refund(i, i)])
     entries = {e for e in rows(workspace) if e[3] == REFUND}
     seen = Collector()
     seen.add(None, {"tool": "issue_refund", "args": {"amount": 99}}, {}, None)
@@ -99,7 +99,7 @@ def test_concurrent_deliveries_lose_no_increment(workspace):
         # Eight sessions, two deliveries each at once; tools and new fields shared between them.
         events = [refund(100 * i + k, i) for k in range(3)] + [search(100 * i)]
         events[0]["output"]["args"][f"note_{i % 4}"] = "x"
-        return services.ingest(workspace, f"s{i % 8}", events)
+        return ingest(workspace, f"s{i % 8}", events)
 
     results = race(deliver, threads)
     assert sum(r["stored"] for r in results) == 4 * threads

@@ -10,7 +10,8 @@ import pytest
 
 from studio.audits.services import prepared_rules, start_audit
 from studio.evidence.impact import start_impact
-from studio.live import services as live
+from studio.live.context import context_for, live_versions
+from studio.live.ingest import clear_caches
 from studio.rules import monitoring
 from studio.rules.models import Labeler, Rule, RuleSet, RuleVersion, VersionStatus
 from studio.rules.setup_views import try_labels
@@ -36,9 +37,9 @@ HISTORIES = {
 
 @pytest.fixture(autouse=True)
 def _fresh_live_caches():
-    live.clear_caches()
+    clear_caches()
     yield
-    live.clear_caches()
+    clear_caches()
 
 
 def _histories(workspace, author, histories) -> None:
@@ -79,7 +80,7 @@ def test_every_surface_answers_the_same_newest_approved_version(world):
     assert {r.name: v.number for r in Rule.objects.filter(workspace=world.acme)
             if (v := r.approved_version()) is not None} == expected
     assert _named(monitoring.live_versions(world.acme)) == expected
-    assert {v.rule: v.id for v in live.live_versions(world.acme)} == {
+    assert {v.rule: v.id for v in live_versions(world.acme)} == {
         v.rule.name: v.id for v in versions}
     alice = world.as_("alice")
     listing = alice.get("w/acme/rules").json()
@@ -99,14 +100,14 @@ def test_every_surface_answers_the_same_newest_approved_version(world):
         "a_twice_then_draft": 2, "draft_only": None, "old_approved_new_approved": 4}
     assert _named(monitoring.live_versions(world.acme)) == expected  # not live yet
     RuleSet.objects.filter(pk=rule_set.pk).update(live=True)
-    live.clear_caches()
+    clear_caches()
     assert _named(monitoring.live_versions(world.acme)) == in_set
-    assert [v.rule for v in live.live_versions(world.acme)] == sorted(in_set)
+    assert [v.rule for v in live_versions(world.acme)] == sorted(in_set)
 
     # A newer approval replaces the old answer everywhere.
     RuleVersion.objects.create(rule=Rule.objects.get(workspace=world.acme, name="draft_only"),
                                number=2, status=A, author=world.alice, formula="G !q")
-    live.clear_caches()
+    clear_caches()
     assert _named(monitoring.approved_versions(world.acme))["draft_only"] == 2
     assert _named(monitoring.live_versions(world.acme))["draft_only"] == 2
 
@@ -143,7 +144,7 @@ def test_audits_live_guard_impact_and_the_try_box_label_alike(world):
         return [[a for a in labeling(e) if ":" not in a] for e in EVENTS]
 
     assert atoms(monitoring.labeling_for(world.acme)) == expected
-    assert atoms(live.context_for(world.acme).labeling) == expected  # the guard reads this one
+    assert atoms(context_for(world.acme).labeling) == expected  # the guard reads this one
     run = start_audit(world.acme, by=world.alice)
     assert atoms(prepared_rules(run)[1]) == expected
     draft = RuleVersion.objects.get(rule__name="ships", number=2)
@@ -153,12 +154,12 @@ def test_audits_live_guard_impact_and_the_try_box_label_alike(world):
             for e in EVENTS] == expected
     # And all of them with the built-in atoms too.
     full = [monitoring.labeling_for(world.acme)(e) for e in EVENTS]
-    assert [live.context_for(world.acme).labeling(e) for e in EVENTS] == full
+    assert [context_for(world.acme).labeling(e) for e in EVENTS] == full
     assert [prepared_rules(run)[1](e) for e in EVENTS] == full
 
     # A labeler edited or disabled changes every surface's labeling alike.
     Labeler.objects.filter(workspace=world.acme, atom="refund").update(enabled=False)
-    live.clear_caches()
+    clear_caches()
     assert "refund" not in monitoring.labeling_for(world.acme)(EVENTS[0])
-    assert "refund" not in live.context_for(world.acme).labeling(EVENTS[0])
+    assert "refund" not in context_for(world.acme).labeling(EVENTS[0])
     assert "refund" not in prepared_rules(start_audit(world.acme, by=world.alice))[1](EVENTS[0])

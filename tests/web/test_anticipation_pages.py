@@ -28,11 +28,11 @@ def test_lanes_show_the_step_a_verdict_became_certain(team, start):  # noqa: F81
 
 
 def test_the_live_page_says_which_verdicts_are_certain(django_user_model):
-    from studio.live import services as live_services
+    from studio.live.ingest import clear_caches
     from studio.workspaces import services as workspace_services
     from tests.live.conftest import Agent, approve
 
-    live_services.clear_caches()
+    clear_caches()
     owner = django_user_model.objects.create_user(username="owner", password="pw-owner-123")
     workspace = workspace_services.create_workspace("Acme", owner=owner, slug="acme")
     approve(workspace, owner, "refund_owed",
@@ -42,6 +42,6 @@ def test_the_live_page_says_which_verdicts_are_certain(django_user_model):
     agent = Agent("acme", token=token)
     assert agent.post("s1", [{"event_id": "e1", "output": {"tool": "pay"}}]).status_code == 200
     page = client_of(owner).get("/w/acme/live/").content.decode()
-    live_services.clear_caches()
+    clear_caches()
     assert "Broken for good: nothing the agent does later can meet it" in page
     assert "Met so far: met if the session ended now" in page

@@ -9,7 +9,7 @@ import re
 import pytest
 from django.test import Client
 
-from studio.live import services
+from studio.live.ingest import clear_caches
 from studio.rules.models import RuleSet
 from studio.workspaces import services as workspace_services
 from tests.live.conftest import Agent, approve
@@ -24,9 +24,9 @@ RULES = [
 
 @pytest.fixture(autouse=True)
 def _fresh_caches():
-    services.clear_caches()
+    clear_caches()
     yield
-    services.clear_caches()
+    clear_caches()
 
 
 @pytest.fixture

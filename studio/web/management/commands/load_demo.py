@@ -163,7 +163,7 @@ class Command(BaseCommand):
         """Replay three hijacked AgentDojo sessions (two the audit found violating, one not)
         through live ingestion, as an agent's webhook would, so the Live page has something
         to show."""
-        from studio.live.services import ingest
+        from studio.live.ingest import ingest
 
         rules.set_live(rule_set, by, True)
         results = SessionResult.objects.filter(run=hijacked_run).order_by("session__external_id")

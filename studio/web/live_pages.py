@@ -3,7 +3,7 @@ each rule's current verdict and residual; the rows are polled every 2 s by htmx 
 by a plain link without JavaScript).
 
 A session's verdicts are those of its saved snapshot brought up to date with the few events
-stored after it (``services.current_rules``): what the agent was last answered.
+stored after it (``studio.live.reading.current_rules``): what the agent was last answered.
 """
 
 from __future__ import annotations
@@ -17,13 +17,14 @@ from django.urls import reverse
 from django.views.decorators.http import require_safe
 
 from studio.guard.decision_pages import pending_context
+from studio.live.context import Context, context_for
+from studio.live.events import SOURCE_LIVE
+from studio.live.reading import current_rules
 from studio.logic.anticipation import WORDS as COMPLETE_WORDS
 from studio.monitor.explain import residual_reading
 from studio.monitor.verdicts import effective_counting, session_verdict, verdict_words
 from studio.traces.models import TraceSession
 from studio.workspaces.access import workspace_page
-
-from . import services
 
 SESSIONS_PER_PAGE = 25
 POLL_SECONDS = 2
@@ -31,12 +32,12 @@ POLL_SECONDS = 2
 
 def _context(request: HttpRequest, slug: str) -> dict:
     workspace, roles = workspace_page(request, slug)
-    sessions = (TraceSession.objects.filter(workspace=workspace, source=services.SOURCE_LIVE)
+    sessions = (TraceSession.objects.filter(workspace=workspace, source=SOURCE_LIVE)
                 .order_by(F("last_event_at").desc(nulls_last=True), "-id"))
     page = Paginator(sessions, SESSIONS_PER_PAGE).get_page(request.GET.get("page"))
-    context = services.context_for(workspace)
+    context = context_for(workspace)
     live_key = context.versions_key
-    rows = [rules_in_words(s, services.current_rules(s, context), context)
+    rows = [rules_in_words(s, current_rules(s, context), context)
             for s in page.object_list]
     auto = request.GET.get("auto") != "off"
     query = f"page={page.number}" + ("" if auto else "&auto=off")
@@ -46,8 +47,8 @@ def _context(request: HttpRequest, slug: str) -> dict:
             "poll_seconds": POLL_SECONDS}
 
 
-def rules_in_words(session: TraceSession, current: dict, context: services.Context) -> dict:
-    """The session's rules (``services.current_rules``) with their one verdict
+def rules_in_words(session: TraceSession, current: dict, context: Context) -> dict:
+    """The session's rules (``current_rules``) with their one verdict
     (``session_verdict``: not decided yet while the session is open, unless nothing later can
     change it) and residuals in words; the session page shows the same."""
     counting = {v.rule: effective_counting(v.counting, v.formula) for v in context.versions}
