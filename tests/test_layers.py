@@ -15,7 +15,6 @@ import ast
 from collections import defaultdict
 from pathlib import Path
 
-
 REPO = Path(__file__).resolve().parent.parent
 STUDIO = REPO / "studio"
 
