@@ -4,10 +4,10 @@ Pure (no Django): the session page, the Live page and the API call these with wh
 
 * ``residual_reading``: a residual formula as a sentence - ``false`` "can no longer be met (since
   step 4)", ``true`` "met, nothing more is required", otherwise "still owed: " and the residual's
-  English (``studio.logic.review.explain_rest``, the one renderer of formulas).
+  English (``studio.logic.wording.explain_rest``, the one renderer of formulas).
 * ``explain_violation``: one violation as a sentence built from its witness and the rule:
   "Step 3: the agent called send_money; no call to get_balance happened before it."  Its
-  events read as the rule's English reads them (``review.happened``, ``review.noun``).
+  events read as the rule's English reads them (``wording.happened``, ``wording.noun``).
 
 Witness entries are ``{"step", "labels", "residual"}`` (stored step numbers; the labels that held
 at that step, atoms by name and data atoms by their text; the residual after the step).  They are
@@ -21,7 +21,7 @@ import functools
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from studio.logic import review
+from studio.logic import wording
 from studio.logic.formula import FALSE, TRUE, Formula
 from studio.logic.parser import FormulaSyntaxError, parse
 from studio.logic.progression import invariant_body
@@ -54,7 +54,7 @@ def _reading(residual: str | Formula, since: int | None) -> str:
         return NO_LONGER + (f" (since step {since})" if since is not None else "")
     if f is TRUE:
         return MET
-    return "still owed: " + review.explain_rest(f, capitalise=False)
+    return "still owed: " + wording.explain_rest(f, capitalise=False)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -62,13 +62,13 @@ def _reading(residual: str | Formula, since: int | None) -> str:
 
 def happened(f: Formula) -> str:
     """An atom or data atom that held at a step, as a clause: "the agent called send_money"
-    (the English renderer's words for it, ``studio.logic.review.happened``)."""
-    return review.happened(f)
+    (the English renderer's words for it, ``studio.logic.wording.happened``)."""
+    return wording.happened(f)
 
 
 def noun(f: Formula) -> str:
     """The same thing as a noun, for "no ... happened": "a call to get_balance"."""
-    return review.noun(f)
+    return wording.noun(f)
 
 
 def _none_of(nouns: Sequence[str]) -> str:
@@ -163,7 +163,7 @@ def explain_violation(formula: str | Formula, trigger: int, detected: int, at_en
         forbidden = ob.args[0].args[0]
         if wanted is not None:
             what = steps.said(detected, _leaves(forbidden)) or (
-                f"{review.clause(forbidden)}")
+                f"{wording.clause(forbidden)}")
             since = f" (the rule was checked afresh from step {trigger})" if trigger else ""
             return (f"Step {detected}: {what}; {_none_of([noun(g) for g in wanted])} "
                     f"happened before it{since}.")
@@ -175,14 +175,14 @@ def explain_violation(formula: str | Formula, trigger: int, detected: int, at_en
                     f"{f' since step {trigger}' if trigger else ''}, which the rule requires.")
     # Absence, "never p" (each step's obligation is "not p").
     if ob is not rule and ob.op == "not" and not at_end:
-        what = steps.said(detected, _leaves(ob)) or review.clause(ob.args[0])
+        what = steps.said(detected, _leaves(ob)) or wording.clause(ob.args[0])
         return f"Step {detected}: {what}, which the rule never allows."
     # Otherwise: the step that opened the obligation, what was owed, the step that broke it.
     sentences: list[str] = []
     opened_by = None
     if ob is not rule and ob.op == "implies":
         condition, consequence = ob.args
-        cause = steps.said(trigger, _leaves(condition)) or review.clause(condition)
+        cause = steps.said(trigger, _leaves(condition)) or wording.clause(condition)
         if trigger == detected and not at_end:
             wanted = _disjuncts(consequence.args[0]) if consequence.op in ("O", "Y") else None
             if wanted is not None:
@@ -190,7 +190,7 @@ def explain_violation(formula: str | Formula, trigger: int, detected: int, at_en
                 return (f"Step {detected}: {cause}; {_none_of([noun(g) for g in wanted])} "
                         f"happened {when}.")
             return (f"Step {detected}: {cause}, so the rule required that "
-                    f"{review.clause(consequence)}; it did not.")
+                    f"{wording.clause(consequence)}; it did not.")
         sentences.append(f"Step {trigger}: {cause}")
         opened_by = trigger
     elif 0 < trigger < detected:
@@ -200,7 +200,7 @@ def explain_violation(formula: str | Formula, trigger: int, detected: int, at_en
     if owed is not None and owed[1] in ("true", "false"):
         owed = None
     if owed is not None:
-        reading = review.explain_rest(owed[1], capitalise=False).rstrip(".")
+        reading = wording.explain_rest(owed[1], capitalise=False).rstrip(".")
         if opened_by == owed[0]:
             sentences[-1] += f", so the rule then required: {reading}"
         else:
@@ -208,7 +208,7 @@ def explain_violation(formula: str | Formula, trigger: int, detected: int, at_en
     if at_end:
         if owed is None:
             sentences.append(f"From step {trigger} on, the rule required: "
-                             f"{review.explain(ob).rstrip('.')}")
+                             f"{wording.explain(ob).rstrip('.')}")
         sentences.append(f"The session ended at step {detected} without that")
     else:
         owed_leaves = _leaves(parse(owed[1])) if owed is not None else _leaves(ob)

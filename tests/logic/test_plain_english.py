@@ -1,4 +1,4 @@
-"""Plain words in every reading (issue 23, part 5): ``studio.logic.review.explain`` speaks of the
+"""Plain words in every reading (issue 23, part 5): ``studio.logic.wording.explain`` speaks of the
 workspace's own events - "the agent calls issue_refund", "a step labelled contains_card_number",
 "amount (output.args.amount) is over 500" - never of formulas ("tool_call:X holds", "it is not
 the case that"), and it stays exact: negations are pushed inward by LTLf equivalences that the
@@ -18,7 +18,7 @@ from studio.logic.finite import evaluate
 from studio.logic.formula import Formula
 from studio.logic.parser import parse
 from studio.logic.progression import nnf
-from studio.logic.review import (
+from studio.logic.wording import (
     IMPOSSIBLE,
     NOTHING_REQUIRED,
     _tidy,

@@ -17,6 +17,7 @@ PURE_MODULES = [
     "studio.logic.finite",
     "studio.logic.events",
     "studio.logic.review",
+    "studio.logic.wording",
     "studio.logic.anticipation",
     "studio.logic.smt",
     "studio.logic.data_review",
