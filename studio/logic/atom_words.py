@@ -26,11 +26,15 @@ class Noun:
         return " or ".join(f"{a} {w}" for a, w in self.alts)
 
     def none(self) -> str:
+        """"no call to X", "no call to X, Y or Z", "none of a call to X or a step labelled L":
+        the rules and the violation sentences say it alike."""
         words = [w for _, w in self.alts]
         if len(words) == 1:
             return f"no {words[0]}"
-        if len(words) == 2:
-            return f"neither {self.some().replace(' or ', ' nor ', 1)}"
+        calls = "call to "
+        if all(w.startswith(calls) for w in words):
+            tools = [w.removeprefix(calls) for w in words]
+            return f"no call to {', '.join(tools[:-1])} or {tools[-1]}"
         return "none of " + ", ".join(f"{a} {w}" for a, w in self.alts[:-1]) + \
             f" or {self.alts[-1][0]} {self.alts[-1][1]}"
 

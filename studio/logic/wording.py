@@ -8,6 +8,7 @@ so formulas equal in normal form read the same.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
@@ -671,6 +672,16 @@ def noun(f: Formula | str) -> str:
     """An atom or data atom as a noun, for "no ... happened": "a call to get_balance"."""
     found = _noun(_as_formula(f))
     return found.some() if found is not None else f"a step where {clause(f)}"
+
+
+def none_of(fs: Sequence[Formula]) -> str:
+    """Atoms and data atoms as "none of these happened": "no call to X or Y" (the same words as
+    the rules' "no ... before ...")."""
+    alts: list[tuple[str, str]] = []
+    for f in fs:
+        found = _noun(f)
+        alts += found.alts if found is not None else [("a", f"step where {clause(f)}")]
+    return Noun(tuple(alts)).none()
 
 
 def _sentence(f: Formula, text: str) -> str:
