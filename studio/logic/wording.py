@@ -16,7 +16,7 @@ from . import formula as fm
 from .atom_words import STEP, Noun, Words, merged_call, order_of, words_for
 from .formula import FALSE, TRUE, Formula
 from .parser import parse
-from .progression import nnf
+from .progression import is_invariant, nnf
 
 # One renderer for every reading the studio shows: rules, residuals, warnings, and the atoms of
 # the violation sentences (``studio.monitor.explain``).  It speaks of the workspace's own events
@@ -627,8 +627,15 @@ def explain(f: Formula | str) -> str:
     "Whenever the agent calls take, the agent must call examine at the next step (the session
     must not end before it)."  Open constructions are parenthesised wherever they sit inside
     another, so the sentence has one reading.
+
+    Whether a rule is an invariant ``G phi`` is decided on its negation normal form
+    (``is_invariant``), and an invariant is read from that form (``_as_written``): ``G !p`` and
+    ``!F p``, ``G(p -> q)`` and ``!F(p & !q)`` read the same.
     """
-    f = _tidy(_as_formula(f))
+    f = _as_formula(f)
+    if is_invariant(f):
+        f = fm.G(_as_written(nnf(f).args[0]))
+    f = _tidy(f)
     if f is TRUE:
         return "Always satisfied (the formula is true)."
     if f is FALSE:
@@ -637,6 +644,34 @@ def explain(f: Formula | str) -> str:
     if text in (NOTHING_REQUIRED, IMPOSSIBLE):
         return explain(TRUE if text == NOTHING_REQUIRED else FALSE)
     return _sentence(f, text)
+
+
+@lru_cache(maxsize=4096)
+def _as_written(f: Formula) -> Formula:
+    """A formula in negation normal form as an author writes it: a disjunction with denials in
+    it is an implication (``!p | !q | r`` is ``p & q -> r``, ``(!p & !q) | X r`` is
+    ``p | q -> X r``) or, when it is all denials, a denial (``!p | !q`` is ``!(p & q)``).
+    Equivalent on every finite trace, and a function of the normal form only."""
+    if f.is_leaf or not f.args:
+        return f
+    args = tuple(_as_written(a) for a in f.args)
+    if f.op != "or":
+        return f if args == f.args else fm.rebuild(f, args)
+    denials = [d for d in args if _is_denial(d)]
+    if not denials:
+        return f if args == f.args else fm.rebuild(f, args)
+    condition = fm.And(*[_denied(d) for d in denials])
+    rest = [d for d in args if not _is_denial(d)]
+    return fm.Implies(condition, fm.Or(*rest)) if rest else fm.Not(condition)
+
+
+def _is_denial(f: Formula) -> bool:
+    return f.op == "not" or (f.op == "and" and all(a.op == "not" for a in f.args))
+
+
+def _denied(f: Formula) -> Formula:
+    """What a denial denies: ``p`` for ``!p``, ``p | q`` for ``!p & !q``."""
+    return f.args[0] if f.op == "not" else fm.Or(*[a.args[0] for a in f.args])
 
 
 def explain_rest(f: Formula | str, capitalise: bool = True) -> str:
