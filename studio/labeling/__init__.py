@@ -4,19 +4,18 @@ A ``Labeling`` combines, in this order: the labels the event arrived with; the b
 the canonical event (``tool_call:NAME``, ``stop_reason:R``, ``role:R``); and the workspace's
 declared labelers, each producing one atom (field predicates over JSON paths, regular expressions
 over text fields, an LLM asked about the step: ``llm_labeler``, through the chat client of
-``llm``); and last the corrections people made, which override all of these.
+``llm``); and last the corrections people made, which override all of these.  Labelers are built
+from their stored declarations by ``declarations``.
 """
 
+from .declarations import LABELER_SETTINGS, labeling_from_snapshot, make_labeler
 from .labelers import (
                        BUILTIN_PREFIXES,
-                       LABELER_SETTINGS,
                        FieldLabeler,
                        LabelerConfigError,
                        Labeling,
                        RegexLabeler,
                        builtin_atoms,
-                       labeling_from_snapshot,
-                       make_labeler,
 )
 
 __all__ = ["BUILTIN_PREFIXES", "LABELER_SETTINGS", "FieldLabeler", "LabelerConfigError",

@@ -125,43 +125,6 @@ class RegexLabeler:
         return self.regex.search(value[:REGEX_TEXT_LIMIT]) is not None
 
 
-# The settings each kind of labeler accepts.
-LABELER_SETTINGS = {"field": {"path", "op", "value"},
-                    "regex": {"path", "pattern", "flags"},
-                    "llm": {"description", "fields", "model", "batch_size"}}
-
-
-def make_labeler(kind: str, atom: str, config: Mapping, llm_client=None):
-    """Build a labeler from its stored declaration; bad settings raise LabelerConfigError.
-
-    ``llm_client`` (a ``ChatClient`` or a function returning one) serves an ``llm`` labeler;
-    without it the labeler uses the environment's endpoint when it first labels something, so
-    declaring one never needs the endpoint."""
-    if not isinstance(atom, str) or not atom.strip():
-        raise LabelerConfigError("an atom name is required", "atom")
-    if not isinstance(config, Mapping):
-        raise LabelerConfigError("must be an object", "config")
-    if kind not in LABELER_SETTINGS:
-        raise LabelerConfigError(f"unknown kind {kind!r}; kinds are field, regex and llm",
-                                 "kind")
-    extra = sorted(set(config) - LABELER_SETTINGS[kind])
-    if extra:
-        raise LabelerConfigError(f"unknown settings {', '.join(extra)} for a {kind} labeler",
-                                 "config")
-    if kind == "field":
-        if "value" not in config:
-            raise LabelerConfigError("a value to compare with is required", "value")
-        return FieldLabeler(atom.strip(), config.get("path"), config.get("op", "=="),
-                            config["value"])
-    if kind == "llm":
-        from .llm_labeler import LLMLabeler  # that module builds on this one
-
-        return LLMLabeler(atom.strip(), config.get("description"), config.get("fields"),
-                          config.get("model"), config.get("batch_size"), client=llm_client)
-    return RegexLabeler(atom.strip(), config.get("path"), config.get("pattern"),
-                        config.get("flags", ""))
-
-
 class Labeling:
     """The labeling function of a workspace: event (and previous event) to atom names.
 
@@ -217,9 +180,3 @@ class Labeling:
     def label(self, event: Mapping, previous: Mapping | None = None) -> dict:
         """The event with its ``labels`` replaced by the labeling's output."""
         return {**event, "labels": self(event, previous)}
-
-
-def labeling_from_snapshot(snapshot: Iterable[Mapping]) -> Labeling:
-    """The labeling of a workspace's labelers as stored plain data (``{"kind", "atom",
-    "config"}`` each, as an audit run keeps them)."""
-    return Labeling([make_labeler(d["kind"], d["atom"], d["config"]) for d in snapshot])
