@@ -1,4 +1,4 @@
-"""Built-in atoms and declarative labelers."""
+"""Declarative labelers, and the labeling that combines them with the built-in atoms."""
 
 from __future__ import annotations
 
@@ -6,10 +6,9 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from studio.logic.events import MISSING, compare, read_path
+from studio.logic.events import BUILTIN_PREFIXES, MISSING, builtin_atoms, compare, read_path
 from studio.logic.formula import COMPARISONS, Comparison
 
-BUILTIN_PREFIXES = ("tool_call:", "stop_reason:", "role:")
 # Regular expressions only read this much of a field: bounds the cost of a pathological pattern.
 REGEX_TEXT_LIMIT = 100_000
 
@@ -37,43 +36,6 @@ def checked_path(path: Any, example: str) -> str:
             f"{path!r} is not a JSON path: write keys separated by dots, list elements by "
             f"number, as in {example}", "path")
     return path
-
-
-def _tool_names(output: Mapping) -> list[str]:
-    names = []
-    tool = output.get("tool") or output.get("name")
-    if isinstance(tool, str) and tool:
-        names.append(tool)
-    calls = output.get("tool_calls")
-    if isinstance(calls, list):  # OpenAI style: [{"function": {"name": ...}}]
-        for call in calls:
-            if isinstance(call, Mapping):
-                fn = call.get("function")
-                name = fn.get("name") if isinstance(fn, Mapping) else call.get("name")
-                if isinstance(name, str) and name:
-                    names.append(name)
-    return names
-
-
-_NOTHING: Mapping = {}
-
-
-def builtin_atoms(event: Mapping) -> list[str]:
-    """``tool_call:NAME`` for each tool the output calls, ``stop_reason:R`` and ``role:R`` from
-    the event or its data."""
-    # Every audited event passes here: exact dicts (what decoders give) skip the ABC checks.
-    output = event.get("output")
-    if not (type(output) is dict or isinstance(output, Mapping)):
-        output = _NOTHING
-    data = event.get("data")
-    if not (type(data) is dict or isinstance(data, Mapping)):
-        data = _NOTHING
-    atoms = [f"tool_call:{name}" for name in _tool_names(output)] if output else []
-    for key in ("stop_reason", "role"):
-        value = event.get(key) or data.get(key) or output.get(key)
-        if value and isinstance(value, str):
-            atoms.append(f"{key}:{value}")
-    return atoms
 
 
 class FieldLabeler:

@@ -25,8 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from studio.labeling.labelers import BUILTIN_PREFIXES, builtin_atoms
-
+from .events import BUILTIN_PREFIXES, builtin_atoms
 from .formula import Formula, quote_string, render_operand
 
 # Kinds of vocabulary entries.

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from studio.labeling.labelers import builtin_atoms
+from studio.logic.events import builtin_atoms
 from studio.logic.parser import FormulaSyntaxError, parse
 from studio.logic.vocabulary import (
     EXAMPLE_TEXT_LIMIT,
