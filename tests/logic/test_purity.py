@@ -28,9 +28,11 @@ PURE_MODULES = [
     "studio.labeling",
     "studio.labeling.llm",
     "studio.labeling.llm_labeler",
+    "studio.labeling.declarations",
     "studio.monitor",
     "studio.monitor.audit",
     "studio.monitor.explain",
+    "studio.monitor.cases",
     "studio.monitor.anticipation",
     "studio.causal",
 ]
