@@ -21,7 +21,7 @@ from typing import Any
 
 from .events import MISSING, compare_values, put_path, read_path
 from .formula import Formula
-from .vocabulary import RuleReads, rule_reads
+from .reads import RuleReads, rule_reads
 
 VIOLATE, COMPLY = "violate", "comply"
 EXPECTATIONS = (VIOLATE, COMPLY)

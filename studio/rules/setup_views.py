@@ -23,7 +23,7 @@ from studio.labeling.llm import LLMError
 from studio.logic.events import builtin_atoms
 from studio.logic.formula import COMPARISONS, quote_atom
 from studio.logic.parser import FormulaSyntaxError, parse
-from studio.logic.vocabulary import rule_reads
+from studio.logic.reads import rule_reads
 from studio.web.access import actor, workspace_page
 from studio.workspaces.models import Role
 

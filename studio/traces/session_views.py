@@ -39,7 +39,7 @@ from studio.live import pages as live_pages
 from studio.live import services as live_services
 from studio.logic.anticipation import WORDS as COMPLETE_WORDS
 from studio.logic.parser import FormulaSyntaxError, parse
-from studio.logic.vocabulary import rule_reads
+from studio.logic.reads import rule_reads
 from studio.monitor import RuleError
 from studio.monitor.explain import explain_violation, residual_reading
 from studio.monitor.verdicts import (PENDING, SATISFIED, VIOLATED, effective_counting,

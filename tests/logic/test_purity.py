@@ -23,6 +23,8 @@ PURE_MODULES = [
     "studio.logic.data_review",
     "studio.logic.library",
     "studio.logic.vocabulary",
+    "studio.logic.vocabulary_warnings",
+    "studio.logic.reads",
     "studio.logic.english",
     "studio.logic.english.llm",
     "studio.labeling",
