@@ -11,7 +11,8 @@ from ninja import Router, Schema
 
 from studio.api.core import Text, workspace_for
 from studio.errors import ServiceError
-from studio.grounding.builder import BuildError, build, builder_options
+from studio.grounding.builder import BuildError, build
+from studio.grounding.builder_form import builder_options
 
 from .api import WarningOut
 from .vocabulary import formula_warnings, vocabulary_for

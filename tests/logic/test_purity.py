@@ -37,6 +37,7 @@ PURE_MODULES = [
     "studio.monitor.cases",
     "studio.monitor.anticipation",
     "studio.causal",
+    "studio.grounding.builder_form",
 ]
 
 SCRIPT = """
