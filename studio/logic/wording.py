@@ -648,13 +648,16 @@ def explain(f: Formula | str) -> str:
 
 @lru_cache(maxsize=4096)
 def _as_written(f: Formula) -> Formula:
-    """A formula in negation normal form as an author writes it: a disjunction with denials in
-    it is an implication (``!p | !q | r`` is ``p & q -> r``, ``(!p & !q) | X r`` is
-    ``p | q -> X r``) or, when it is all denials, a denial (``!p | !q`` is ``!(p & q)``).
+    """A formula in negation normal form as an author writes it: denials joined by "and" are one
+    denial (``!p & !q`` is ``!(p | q)``); a disjunction with denials in it is an implication
+    (``!p | !q | r`` is ``p & q -> r``, ``(!p & !q) | X r`` is ``p | q -> X r``) or, when it
+    is all denials, a denial (``!p | !q`` is ``!(p & q)``).
     Equivalent on every finite trace, and a function of the normal form only."""
     if f.is_leaf or not f.args:
         return f
     args = tuple(_as_written(a) for a in f.args)
+    if f.op == "and" and all(a.op == "not" for a in args):
+        return fm.Not(fm.Or(*[a.args[0] for a in args]))
     if f.op != "or":
         return f if args == f.args else fm.rebuild(f, args)
     denials = [d for d in args if _is_denial(d)]

@@ -47,3 +47,10 @@ def test_an_invariant_reads_as_its_normal_form(f):
 def test_the_written_form_it_reads_is_equivalent(f, trace):
     body = nnf(f)
     assert holds(_as_written(body), to_trace(trace)) == holds(body, to_trace(trace))
+
+
+def test_a_rule_against_several_events_still_reads_never():
+    # "never this event" is how the notes of what a reading would flag name an event
+    # (studio.rules.sampling.event_words): a disjunction of events keeps its "Never:".
+    assert explain("G !(tool_call:a | tool_call:b)") == explain("G (!tool_call:a & !tool_call:b)")
+    assert explain("G !(tool_call:a | tool_call:b)").startswith("Never: ")
