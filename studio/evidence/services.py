@@ -203,7 +203,8 @@ def install_library_cases(rule: Rule, actor, rule_name: str) -> int:
 # Checking a version
 
 def check_version(version: RuleVersion) -> list[dict]:
-    """Every case of the version's rule, each with its outcome (``studio.monitor.cases.Outcome.as_dict``)."""
+    """Every case of the version's rule, each with its outcome
+    (``studio.monitor.cases.Outcome.as_dict``)."""
     cases = list(RuleCase.objects.filter(rule_id=version.rule_id))
     if not cases:
         return []
