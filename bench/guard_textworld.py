@@ -89,7 +89,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import studio.risk  # noqa: F401  (sets single-threaded BLAS before numpy loads)
-from studio.labeling.labelers import Labeling, make_labeler
+from studio.labeling import Labeling, make_labeler
 from studio.logic.library import labelers_for, rules_for
 from studio.monitor import RuleSet, SessionMonitor
 from studio.risk.abstraction import Abstraction

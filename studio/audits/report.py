@@ -20,7 +20,7 @@ from studio.monitor.explain import explain_violation
 from studio.monitor.verdicts import (COUNTING_LABELS, COUNTING_SENTENCES, PENDING, SATISFIED,
                                      VIOLATED, session_verdict, verdict_words)
 from studio.logic.parser import FormulaSyntaxError, parse
-from studio.logic.vocabulary import rule_reads
+from studio.logic.reads import rule_reads
 from studio.rules.models import RuleVersion
 from studio.traces.models import Event, Upload, session_is_open
 from studio.workspaces.models import AuditLogEntry

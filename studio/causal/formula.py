@@ -59,9 +59,8 @@ class CplFormula:
         raise AttributeError("formulas are immutable")
 
     def __reduce__(self):
-        from .parser import parse_cpl
-
-        return (parse_cpl, (self.text,))
+        # By structure, back through the interning table.
+        return (_make, (self.op, self.args, self.payload))
 
     def __repr__(self) -> str:
         return f"<CplFormula {self.text}>"

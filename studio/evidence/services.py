@@ -20,6 +20,7 @@ from studio.logic import cases as pure
 from studio.logic import data_review, review
 from studio.logic.parser import FormulaSyntaxError, parse
 from studio.monitor import RuleError, RuleSet
+from studio.monitor.cases import run_case
 from studio.rules.models import Rule, RuleVersion
 from studio.workspaces.acting import acting_user
 from studio.workspaces.actions import LogAction
@@ -202,7 +203,8 @@ def install_library_cases(rule: Rule, actor, rule_name: str) -> int:
 # Checking a version
 
 def check_version(version: RuleVersion) -> list[dict]:
-    """Every case of the version's rule, each with its outcome (``pure.Outcome.as_dict``)."""
+    """Every case of the version's rule, each with its outcome
+    (``studio.monitor.cases.Outcome.as_dict``)."""
     cases = list(RuleCase.objects.filter(rule_id=version.rule_id))
     if not cases:
         return []
@@ -212,7 +214,7 @@ def check_version(version: RuleVersion) -> list[dict]:
         return [{**_case_out(c), "passed": False, "verdict": "", "detected": [],
                  "differs_at": None, "message": f"the formula does not compile: {exc}"}
                 for c in cases]
-    return [{**_case_out(c), **pure.run_case(ruleset, c.steps, c.expect, c.at_step).as_dict()}
+    return [{**_case_out(c), **run_case(ruleset, c.steps, c.expect, c.at_step).as_dict()}
             for c in cases]
 
 

@@ -18,7 +18,7 @@ from studio.logic import formula as fm
 from studio.logic.english.base import Formalisation, Reading
 from studio.logic.english.grounding import Grounding, words_of
 from studio.logic.formula import Formula
-from studio.logic.review import explain
+from studio.logic.wording import explain
 
 from .candidates import GENERIC_WORDS, common_words, own_values, value_candidates
 

@@ -1,4 +1,4 @@
-"""Built-in atoms and declarative labelers."""
+"""Declarative labelers, and the labeling that combines them with the built-in atoms."""
 
 from __future__ import annotations
 
@@ -6,10 +6,9 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from studio.logic.events import MISSING, compare, read_path
+from studio.logic.events import BUILTIN_PREFIXES, MISSING, builtin_atoms, compare, read_path
 from studio.logic.formula import COMPARISONS, Comparison
 
-BUILTIN_PREFIXES = ("tool_call:", "stop_reason:", "role:")
 # Regular expressions only read this much of a field: bounds the cost of a pathological pattern.
 REGEX_TEXT_LIMIT = 100_000
 
@@ -37,43 +36,6 @@ def checked_path(path: Any, example: str) -> str:
             f"{path!r} is not a JSON path: write keys separated by dots, list elements by "
             f"number, as in {example}", "path")
     return path
-
-
-def _tool_names(output: Mapping) -> list[str]:
-    names = []
-    tool = output.get("tool") or output.get("name")
-    if isinstance(tool, str) and tool:
-        names.append(tool)
-    calls = output.get("tool_calls")
-    if isinstance(calls, list):  # OpenAI style: [{"function": {"name": ...}}]
-        for call in calls:
-            if isinstance(call, Mapping):
-                fn = call.get("function")
-                name = fn.get("name") if isinstance(fn, Mapping) else call.get("name")
-                if isinstance(name, str) and name:
-                    names.append(name)
-    return names
-
-
-_NOTHING: Mapping = {}
-
-
-def builtin_atoms(event: Mapping) -> list[str]:
-    """``tool_call:NAME`` for each tool the output calls, ``stop_reason:R`` and ``role:R`` from
-    the event or its data."""
-    # Every audited event passes here: exact dicts (what decoders give) skip the ABC checks.
-    output = event.get("output")
-    if not (type(output) is dict or isinstance(output, Mapping)):
-        output = _NOTHING
-    data = event.get("data")
-    if not (type(data) is dict or isinstance(data, Mapping)):
-        data = _NOTHING
-    atoms = [f"tool_call:{name}" for name in _tool_names(output)] if output else []
-    for key in ("stop_reason", "role"):
-        value = event.get(key) or data.get(key) or output.get(key)
-        if value and isinstance(value, str):
-            atoms.append(f"{key}:{value}")
-    return atoms
 
 
 class FieldLabeler:
@@ -123,43 +85,6 @@ class RegexLabeler:
         if value is MISSING or not isinstance(value, str):
             return False
         return self.regex.search(value[:REGEX_TEXT_LIMIT]) is not None
-
-
-# The settings each kind of labeler accepts.
-LABELER_SETTINGS = {"field": {"path", "op", "value"},
-                    "regex": {"path", "pattern", "flags"},
-                    "llm": {"description", "fields", "model", "batch_size"}}
-
-
-def make_labeler(kind: str, atom: str, config: Mapping, llm_client=None):
-    """Build a labeler from its stored declaration; bad settings raise LabelerConfigError.
-
-    ``llm_client`` (a ``ChatClient`` or a function returning one) serves an ``llm`` labeler;
-    without it the labeler uses the environment's endpoint when it first labels something, so
-    declaring one never needs the endpoint."""
-    if not isinstance(atom, str) or not atom.strip():
-        raise LabelerConfigError("an atom name is required", "atom")
-    if not isinstance(config, Mapping):
-        raise LabelerConfigError("must be an object", "config")
-    if kind not in LABELER_SETTINGS:
-        raise LabelerConfigError(f"unknown kind {kind!r}; kinds are field, regex and llm",
-                                 "kind")
-    extra = sorted(set(config) - LABELER_SETTINGS[kind])
-    if extra:
-        raise LabelerConfigError(f"unknown settings {', '.join(extra)} for a {kind} labeler",
-                                 "config")
-    if kind == "field":
-        if "value" not in config:
-            raise LabelerConfigError("a value to compare with is required", "value")
-        return FieldLabeler(atom.strip(), config.get("path"), config.get("op", "=="),
-                            config["value"])
-    if kind == "llm":
-        from .llm_labeler import LLMLabeler  # that module builds on this one
-
-        return LLMLabeler(atom.strip(), config.get("description"), config.get("fields"),
-                          config.get("model"), config.get("batch_size"), client=llm_client)
-    return RegexLabeler(atom.strip(), config.get("path"), config.get("pattern"),
-                        config.get("flags", ""))
 
 
 class Labeling:
@@ -217,9 +142,3 @@ class Labeling:
     def label(self, event: Mapping, previous: Mapping | None = None) -> dict:
         """The event with its ``labels`` replaced by the labeling's output."""
         return {**event, "labels": self(event, previous)}
-
-
-def labeling_from_snapshot(snapshot: Iterable[Mapping]) -> Labeling:
-    """The labeling of a workspace's labelers as stored plain data (``{"kind", "atom",
-    "config"}`` each, as an audit run keeps them)."""
-    return Labeling([make_labeler(d["kind"], d["atom"], d["config"]) for d in snapshot])

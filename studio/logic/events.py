@@ -1,4 +1,7 @@
-"""Reading data atoms from events.
+"""Reading events: their built-in atoms and their data atoms.
+
+The built-in atoms of an event (``tool_call:NAME``, ``stop_reason:R``, ``role:R``) hold on it
+whatever labelers a workspace declares (``builtin_atoms``).
 
 A data atom compares values read from the event by a dotted path (``output.args.amount``,
 ``data.status``) or from the previous event (``prev(data.balance)``).  A path that is missing,
@@ -120,3 +123,46 @@ def monitor_event(session, step, lifeline, input, output, data, labels) -> dict:
     event.update(session=session, step=step, lifeline=lifeline, input=input, output=output,
                  data=data if data is not None else {}, labels=labels)
     return event
+
+
+# ---------------------------------------------------------------------------------------------
+# Built-in atoms
+
+BUILTIN_PREFIXES = ("tool_call:", "stop_reason:", "role:")
+
+
+def _tool_names(output: Mapping) -> list[str]:
+    names = []
+    tool = output.get("tool") or output.get("name")
+    if isinstance(tool, str) and tool:
+        names.append(tool)
+    calls = output.get("tool_calls")
+    if isinstance(calls, list):  # OpenAI style: [{"function": {"name": ...}}]
+        for call in calls:
+            if isinstance(call, Mapping):
+                fn = call.get("function")
+                name = fn.get("name") if isinstance(fn, Mapping) else call.get("name")
+                if isinstance(name, str) and name:
+                    names.append(name)
+    return names
+
+
+_NOTHING: Mapping = {}
+
+
+def builtin_atoms(event: Mapping) -> list[str]:
+    """``tool_call:NAME`` for each tool the output calls, ``stop_reason:R`` and ``role:R`` from
+    the event or its data."""
+    # Every audited event passes here: exact dicts (what decoders give) skip the ABC checks.
+    output = event.get("output")
+    if not (type(output) is dict or isinstance(output, Mapping)):
+        output = _NOTHING
+    data = event.get("data")
+    if not (type(data) is dict or isinstance(data, Mapping)):
+        data = _NOTHING
+    atoms = [f"tool_call:{name}" for name in _tool_names(output)] if output else []
+    for key in ("stop_reason", "role"):
+        value = event.get(key) or data.get(key) or output.get(key)
+        if value and isinstance(value, str):
+            atoms.append(f"{key}:{value}")
+    return atoms

@@ -84,10 +84,8 @@ class Formula:
         raise AttributeError("formulas are immutable")
 
     def __reduce__(self):
-        # Pickle by text so unpickling goes back through the interning table.
-        from .parser import parse
-
-        return (parse, (self.text,))
+        # Pickle by structure so unpickling goes back through the interning table.
+        return (_make, (self.op, self.args, self.name, self.payload))
 
     def __repr__(self) -> str:
         return f"<Formula {self.text}>"
@@ -135,6 +133,9 @@ class Comparison:
 
     def __setattr__(self, key, value):  # pragma: no cover
         raise AttributeError("comparisons are immutable")
+
+    def __reduce__(self):
+        return (Comparison, (self.left, self.op, self.right))
 
     @property
     def uses_prev(self) -> bool:

@@ -31,8 +31,8 @@ TOOL_CALL = "tool_call:"
 STOP_REASON = "stop_reason:"
 TEXT_CONTAINS = "text_contains:"
 
-# The parser refuses bounds above this, so a larger one would build a formula whose text (and
-# pickle, which goes through the text) could not be read back.
+# The parser refuses bounds above this, so a larger one would build a formula whose text could
+# not be read back.
 MAX_STEPS = MAX_BOUND
 
 # How each parameter reads in an error message.

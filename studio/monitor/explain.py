@@ -4,10 +4,10 @@ Pure (no Django): the session page, the Live page and the API call these with wh
 
 * ``residual_reading``: a residual formula as a sentence - ``false`` "can no longer be met (since
   step 4)", ``true`` "met, nothing more is required", otherwise "still owed: " and the residual's
-  English (``studio.logic.review.explain_rest``, the one renderer of formulas).
+  English (``studio.logic.wording.explain_rest``, the one renderer of formulas).
 * ``explain_violation``: one violation as a sentence built from its witness and the rule:
   "Step 3: the agent called send_money; no call to get_balance happened before it."  Its
-  events read as the rule's English reads them (``review.happened``, ``review.noun``).
+  events read as the rule's English reads them (``wording.happened``, ``wording.none_of``).
 
 Witness entries are ``{"step", "labels", "residual"}`` (stored step numbers; the labels that held
 at that step, atoms by name and data atoms by their text; the residual after the step).  They are
@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import functools
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 
-from studio.logic import review
+from studio.logic import wording
 from studio.logic.formula import FALSE, TRUE, Formula
 from studio.logic.parser import FormulaSyntaxError, parse
 from studio.logic.progression import invariant_body
@@ -54,36 +54,11 @@ def _reading(residual: str | Formula, since: int | None) -> str:
         return NO_LONGER + (f" (since step {since})" if since is not None else "")
     if f is TRUE:
         return MET
-    return "still owed: " + review.explain_rest(f, capitalise=False)
+    return "still owed: " + wording.explain_rest(f, capitalise=False)
 
 
 # ---------------------------------------------------------------------------------------------
 # What happened at a step, in words
-
-def happened(f: Formula) -> str:
-    """An atom or data atom that held at a step, as a clause: "the agent called send_money"
-    (the English renderer's words for it, ``studio.logic.review.happened``)."""
-    return review.happened(f)
-
-
-def noun(f: Formula) -> str:
-    """The same thing as a noun, for "no ... happened": "a call to get_balance"."""
-    return review.noun(f)
-
-
-def _none_of(nouns: Sequence[str]) -> str:
-    calls = "a call to "
-    if len(nouns) > 1 and all(n.startswith(calls) for n in nouns):
-        tools = [n.removeprefix(calls) for n in nouns]
-        return f"no call to {', '.join(tools[:-1])} or {tools[-1]}"
-    if len(nouns) == 1:
-        first = nouns[0]
-        for article in ("a ", "an "):
-            if first.startswith(article):
-                return "no " + first.removeprefix(article)
-        return f"no {first}"
-    return f"none of {', '.join(nouns[:-1])} or {nouns[-1]}"
-
 
 def _leaves(f: Formula) -> list[Formula]:
     """The atoms and data atoms ``f`` reads, in the order they are written."""
@@ -126,7 +101,7 @@ class _Steps:
         held = self.held(step, among)
         if not held:
             return None
-        return " and ".join(happened(g) for g in held)
+        return " and ".join(wording.happened(g) for g in held)
 
     def residual_before(self, step: int) -> tuple[int, str] | None:
         found = [(s, r) for s, r in self.residuals if s < step]
@@ -163,34 +138,34 @@ def explain_violation(formula: str | Formula, trigger: int, detected: int, at_en
         forbidden = ob.args[0].args[0]
         if wanted is not None:
             what = steps.said(detected, _leaves(forbidden)) or (
-                f"{review.clause(forbidden)}")
+                f"{wording.clause(forbidden)}")
             since = f" (the rule was checked afresh from step {trigger})" if trigger else ""
-            return (f"Step {detected}: {what}; {_none_of([noun(g) for g in wanted])} "
+            return (f"Step {detected}: {what}; {wording.none_of(wanted)} "
                     f"happened before it{since}.")
     if ob.op == "U" and at_end:
         wanted = _disjuncts(ob.args[1])
         if wanted is not None:
             return (f"The session ended at step {detected} and "
-                    f"{_none_of([noun(g) for g in wanted])} had happened"
+                    f"{wording.none_of(wanted)} had happened"
                     f"{f' since step {trigger}' if trigger else ''}, which the rule requires.")
     # Absence, "never p" (each step's obligation is "not p").
     if ob is not rule and ob.op == "not" and not at_end:
-        what = steps.said(detected, _leaves(ob)) or review.clause(ob.args[0])
+        what = steps.said(detected, _leaves(ob)) or wording.clause(ob.args[0])
         return f"Step {detected}: {what}, which the rule never allows."
     # Otherwise: the step that opened the obligation, what was owed, the step that broke it.
     sentences: list[str] = []
     opened_by = None
     if ob is not rule and ob.op == "implies":
         condition, consequence = ob.args
-        cause = steps.said(trigger, _leaves(condition)) or review.clause(condition)
+        cause = steps.said(trigger, _leaves(condition)) or wording.clause(condition)
         if trigger == detected and not at_end:
             wanted = _disjuncts(consequence.args[0]) if consequence.op in ("O", "Y") else None
             if wanted is not None:
                 when = "at or before it" if consequence.op == "O" else "at the step before it"
-                return (f"Step {detected}: {cause}; {_none_of([noun(g) for g in wanted])} "
+                return (f"Step {detected}: {cause}; {wording.none_of(wanted)} "
                         f"happened {when}.")
             return (f"Step {detected}: {cause}, so the rule required that "
-                    f"{review.clause(consequence)}; it did not.")
+                    f"{wording.clause(consequence)}; it did not.")
         sentences.append(f"Step {trigger}: {cause}")
         opened_by = trigger
     elif 0 < trigger < detected:
@@ -200,7 +175,7 @@ def explain_violation(formula: str | Formula, trigger: int, detected: int, at_en
     if owed is not None and owed[1] in ("true", "false"):
         owed = None
     if owed is not None:
-        reading = review.explain_rest(owed[1], capitalise=False).rstrip(".")
+        reading = wording.explain_rest(owed[1], capitalise=False).rstrip(".")
         if opened_by == owed[0]:
             sentences[-1] += f", so the rule then required: {reading}"
         else:
@@ -208,7 +183,7 @@ def explain_violation(formula: str | Formula, trigger: int, detected: int, at_en
     if at_end:
         if owed is None:
             sentences.append(f"From step {trigger} on, the rule required: "
-                             f"{review.explain(ob).rstrip('.')}")
+                             f"{wording.explain(ob).rstrip('.')}")
         sentences.append(f"The session ended at step {detected} without that")
     else:
         owed_leaves = _leaves(parse(owed[1])) if owed is not None else _leaves(ob)
@@ -217,9 +192,9 @@ def explain_violation(formula: str | Formula, trigger: int, detected: int, at_en
             sentences.append(f"Step {detected}: the rule could no longer be met there")
         else:
             missing = [g for g in owed_leaves if g not in held]
-            what = [happened(g) for g in held]
+            what = [wording.happened(g) for g in held]
             if missing:
-                what.append(f"{_none_of([noun(g) for g in missing])} happened")
+                what.append(f"{wording.none_of(missing)} happened")
             sentences.append(f"Step {detected}: {' and '.join(what)}, so that can no longer "
                              "be met")
     return ". ".join(sentences) + "."

@@ -1,8 +1,9 @@
 """Writing and reviewing rules: English to LTL with either engine, and the review aids of a
 formula (plain English read back, example traces, warnings, equivalence with another version).
 
-Thin over the pure core (``studio.logic.english``, ``studio.logic.review``); what the pages and
-the API show is the dictionary these functions return.
+Thin over the pure core (``studio.logic.english``, ``studio.logic.review``,
+``studio.logic.wording``); what the pages and the API show is the dictionary these functions
+return.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from studio.errors import ServiceError
 from studio.grounding.candidates import ground_by_evidence
 from studio.grounding.flags import reading_flags
 from studio.grounding.sketch import sketched, with_sketch
-from studio.logic import data_review, review
+from studio.logic import data_review, review, wording
 from studio.logic.english import Formalisation
 from studio.logic.english import formalise as offline_formalise
 from studio.logic.english.base import Reading
@@ -79,7 +80,7 @@ def _readings_of(result: Formalisation) -> list[Reading]:
     if result.readings:
         return list(result.readings)
     if result.ok:
-        return [Reading(result.formula, result.text, review.explain(result.formula))]
+        return [Reading(result.formula, result.text, wording.explain(result.formula))]
     return []
 
 
@@ -153,7 +154,7 @@ def _both_engines(model: Formalisation, offline: Formalisation) -> tuple[Formali
 
 
 def _clause(reading: Reading) -> str:
-    english = reading.english or review.explain(reading.formula)
+    english = reading.english or wording.explain(reading.formula)
     return english[:-1] if english.endswith(".") else english
 
 
@@ -167,7 +168,7 @@ def _formalisation(result: Formalisation, vocabulary=None, choices: dict | None 
     proposed rule name."""
     raw = list(getattr(result, "readings", ()))
     if result.ok and not raw:
-        raw = [Reading(result.formula, result.text, review.explain(result.formula))]
+        raw = [Reading(result.formula, result.text, wording.explain(result.formula))]
     grounded = ground_by_evidence([r.formula for r in raw], getattr(result, "mapping", ()),
                                   vocabulary, choices)
     readings = []
@@ -176,7 +177,7 @@ def _formalisation(result: Formalisation, vocabulary=None, choices: dict | None 
         same = formula is source.formula
         readings.append({
             "formula": formula.text,
-            "english": source.english if same else review.explain(formula),
+            "english": source.english if same else wording.explain(formula),
             "why": source.why,
             "trace": [sorted(grounded.relabel(a) for a in step) for step in source.trace],
             "against": (grounded.origins.index(source.against)
@@ -246,7 +247,7 @@ def review_aids(text: str, compare_to: str | None = None, counting: str | None =
     ``compare_to``, ``equivalence`` (equivalent, or a shortest trace on which the two differ).
     ``limit`` says why the searches were not run when the formula reads too many atoms."""
     formula = _parsed(text, "formula")
-    aids: dict = {"formula": formula.text, "english": review.explain(formula),
+    aids: dict = {"formula": formula.text, "english": wording.explain(formula),
                   "counting": counting_aids(formula, counting)}
     if compare_counting and compare_counting != aids["counting"]["mode"]:
         from studio.monitor.verdicts import COUNTING_LABELS

@@ -11,7 +11,8 @@ from ninja import Router, Schema
 
 from studio.boundary import Text
 from studio.errors import ServiceError
-from studio.grounding.builder import BuildError, build, builder_options
+from studio.grounding.builder import BuildError, build
+from studio.grounding.builder_form import builder_options
 from studio.workspaces.acting import workspace_for
 
 from .api import WarningOut

@@ -14,15 +14,13 @@ from studio.errors import ServiceError
 from studio.grounding.builder import (
     EVENT_SLOTS,
     MAX_CONDITIONS,
-    OPERATOR_WORDS,
     PATTERNS,
     SCOPES,
     BuildError,
     build,
-    builder_options,
-    parse_value,
     slots_of,
 )
+from studio.grounding.builder_form import OPERATOR_WORDS, builder_options, parse_value
 from studio.logic.formula import COMPARISONS
 from studio.workspaces.access import actor, workspace_page
 from studio.workspaces.models import Role

@@ -17,7 +17,7 @@ from django.db.models import Count, Max
 
 from studio.grounding.flags import SAMPLE_EVENTS, SAMPLE_SESSIONS, reading_flags
 from studio.labeling import labeling_from_snapshot
-from studio.logic import review
+from studio.logic import wording
 from studio.logic import formula as fm
 from studio.logic.formula import Formula
 from studio.traces.models import Event, TraceSession
@@ -106,7 +106,7 @@ def formula_flags(workspace, formula: Formula) -> dict:
 
 def event_words(f: Formula) -> str:
     """An event of a rule in words, for the notes of what a reading would flag: the one English
-    renderer's words for it (``review.explain`` of "never this")."""
-    text = review.explain(fm.G(fm.Not(f)))
+    renderer's words for it (``wording.explain`` of "never this")."""
+    text = wording.explain(fm.G(fm.Not(f)))
     text = text.removeprefix("Never: ")
     return text[:-1] if text.endswith(".") else text

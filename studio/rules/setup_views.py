@@ -18,11 +18,12 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods
 
 from studio.errors import ServiceError
-from studio.labeling import LabelerConfigError, Labeling, builtin_atoms, make_labeler
+from studio.labeling import LabelerConfigError, Labeling, make_labeler
 from studio.labeling.llm import LLMError
+from studio.logic.events import builtin_atoms
 from studio.logic.formula import COMPARISONS, quote_atom
 from studio.logic.parser import FormulaSyntaxError, parse
-from studio.logic.vocabulary import rule_reads
+from studio.logic.reads import rule_reads
 from studio.workspaces.access import actor, workspace_page
 from studio.workspaces.models import Role
 

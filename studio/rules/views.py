@@ -14,7 +14,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
 from studio.errors import ServiceError
-from studio.grounding import builder
+from studio.grounding import builder_form
 from studio.logic.parser import FormulaSyntaxError, parse
 from studio.logic.progression import is_invariant
 from studio.monitor import RuleError, compile_rule
@@ -174,7 +174,7 @@ def builder_prefill(reading: dict) -> str:
             first = parse(reading["formula"])
         except FormulaSyntaxError:
             first = None
-    return urlencode(builder.prefill(first, events), doseq=True)
+    return urlencode(builder_form.prefill(first, events), doseq=True)
 
 
 @login_required

@@ -12,6 +12,8 @@ from __future__ import annotations
 from studio.logic import review
 from studio.logic import vocabulary as pure
 from studio.logic.formula import Formula
+from studio.logic.reads import rule_reads
+from studio.logic.vocabulary_warnings import vocabulary_warnings
 from studio.traces.models import VocabularyEntry
 
 from .models import Labeler
@@ -36,7 +38,7 @@ def reads_table(formula: Formula, vocabulary: pure.Vocabulary) -> dict:
     """What ``formula`` reads, for the pages and the API: each atom with what produces it, each
     comparison, and each data path with the JSON types seen there and the kind of value each
     comparison compares it with."""
-    reads = pure.rule_reads(formula)
+    reads = rule_reads(formula)
     atoms = [{"atom": atom, "source": vocabulary.source_of(atom),
               "produced": vocabulary.source_of(atom) is not None} for atom in reads.atoms]
     paths: dict[str, dict] = {}
@@ -69,7 +71,7 @@ def formula_warnings(formula: Formula, vocabulary: pure.Vocabulary,
                      with_review: bool = True) -> list[dict]:
     """Every warning of ``formula`` in this vocabulary: the vocabulary's first (what the rule
     reads that nothing produces), then the review aids'."""
-    out = [w.as_dict() for w in pure.vocabulary_warnings(pure.rule_reads(formula), vocabulary)]
+    out = [w.as_dict() for w in vocabulary_warnings(rule_reads(formula), vocabulary)]
     if with_review:
         out += review_warnings(formula)
     return out

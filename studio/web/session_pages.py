@@ -37,7 +37,7 @@ from studio.live.context import context_for as live_context_for
 from studio.live.reading import current_rules
 from studio.logic.anticipation import WORDS as COMPLETE_WORDS
 from studio.logic.parser import FormulaSyntaxError, parse
-from studio.logic.vocabulary import rule_reads
+from studio.logic.reads import rule_reads
 from studio.monitor import RuleError
 from studio.monitor.explain import explain_violation, residual_reading
 from studio.monitor.verdicts import (PENDING, VIOLATED, effective_counting, session_verdict,

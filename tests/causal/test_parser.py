@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 import pytest
 
 from studio.causal import formula as cf
@@ -125,3 +127,9 @@ def test_constructors_refuse_unwritable_names():
     assert cf.Var("my var", "A") == ("var", "A", "my var")
     with pytest.raises(ValueError):
         cf.Const([1])
+
+
+def test_pickling_goes_back_through_the_interning_table():
+    for text in ('@Bank (x > 1 & Y P flag)', 'ok S (B.n == "a")', "!P[B] (y <= 2.5) <-> true"):
+        f = parse_cpl(text)
+        assert pickle.loads(pickle.dumps(f)) is f

@@ -11,8 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from studio.grounding import builder
-from studio.grounding.builder import PATTERNS, SCOPES, BuildError, build, builder_options
+from studio.grounding import builder, builder_form
+from studio.grounding.builder import PATTERNS, SCOPES, BuildError, build
+from studio.grounding.builder_form import builder_options
 from studio.logic import patterns
 from studio.logic.finite import holds
 from studio.logic.formula import And, Atom, Compare
@@ -285,7 +286,7 @@ def test_bad_input_is_one_error_naming_the_field(args, field):
     ("null", (), None), ("EUR", {"string"}, "EUR"), (" EUR ", (), "EUR"),
 ])
 def test_typed_values_are_read_with_the_fields_types(text, types, value):
-    got = builder.parse_value(text, types)
+    got = builder_form.parse_value(text, types)
     assert got == value and type(got) is type(value)
 
 
@@ -346,8 +347,9 @@ def test_options_without_evidence_offer_every_field_without_examples():
 
 
 def test_the_builder_imports_no_django():
-    out = subprocess.run([sys.executable, "-c", "import sys, studio.grounding.builder; "
-                          "print('django' in sys.modules)"], capture_output=True, text=True)
+    out = subprocess.run([sys.executable, "-c", "import sys, studio.grounding.builder, "
+                          "studio.grounding.builder_form; print('django' in sys.modules)"],
+                         capture_output=True, text=True)
     assert out.stdout.strip() == "False", out.stderr
 
 
@@ -358,7 +360,7 @@ def test_the_builder_imports_no_django():
     'G (tool_call:deploy & output.args.env == "prod" -> F tool_call:notify)',
 ])
 def test_a_reading_prefills_the_builder_with_the_same_rule(text):
-    from studio.grounding.builder import build, prefill
+    from studio.grounding.builder_form import prefill
 
     query = prefill(parse(text))
     slots = {}

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from studio.labeling import LabelerConfigError, Labeling, builtin_atoms, make_labeler
+from studio.labeling import LabelerConfigError, Labeling, make_labeler
+from studio.logic.events import builtin_atoms
 
 
 def test_builtin_atoms_of_tool_calls_stop_reasons_and_roles():

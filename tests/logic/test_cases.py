@@ -11,12 +11,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from studio.logic import library
-from studio.logic.cases import (CaseError, Reads, check_steps, parse_table, run_case,
-                                steps_from_trace, table_text)
+from studio.logic.cases import (CaseError, Reads, check_steps, parse_table, steps_from_trace,
+                                table_text)
 from studio.logic.finite import holds
 from studio.logic.library_cases import cases_for
 from studio.logic.parser import parse
 from studio.monitor import RuleSet
+from studio.monitor.cases import run_case
 from tests.logic.strategies import label_traces, labels_only, monitorable_formulas
 
 

@@ -1,4 +1,4 @@
-"""Plain words in every reading (issue 23, part 5): ``studio.logic.review.explain`` speaks of the
+"""Plain words in every reading (issue 23, part 5): ``studio.logic.wording.explain`` speaks of the
 workspace's own events - "the agent calls issue_refund", "a step labelled contains_card_number",
 "amount (output.args.amount) is over 500" - never of formulas ("tool_call:X holds", "it is not
 the case that"), and it stays exact: negations are pushed inward by LTLf equivalences that the
@@ -18,7 +18,7 @@ from studio.logic.finite import evaluate
 from studio.logic.formula import Formula
 from studio.logic.parser import parse
 from studio.logic.progression import nnf
-from studio.logic.review import (
+from studio.logic.wording import (
     IMPOSSIBLE,
     NOTHING_REQUIRED,
     _tidy,
@@ -40,9 +40,10 @@ READINGS = [
      "Never: the agent stops (max_tokens)."),
     ("G !(tool_call:send_email & contains_card_number)",
      "Never: the agent calls send_email and the step is labelled contains_card_number."),
+    # An invariant reads from its normal form: as G(refund & amount > 500 -> O approval).
     ("G !(tool_call:issue_refund & output.args.amount > 500 & !O manager_approval)",
-     "Never: the agent calls issue_refund with amount (output.args.amount) over 500 when "
-     "no step labelled manager_approval has happened at this step or any earlier one."),
+     "Whenever the agent calls issue_refund with amount (output.args.amount) over 500, a step "
+     "labelled manager_approval must have happened at this step or an earlier one."),
     ("G !(role:assistant & contains_card_number)",
      "Never: a step is an assistant message and it is labelled contains_card_number."),
     # Response (strong and weak next: what the end of the session does to them)
@@ -132,8 +133,10 @@ READINGS = [
      "At some step: both the agent calls a and (from this step on, never: the agent calls "
      "b)."),
     ("G !(tool_call:pay & !(tool_call:verify | O tool_call:verify))",
-     "Never: the agent calls pay when both the agent does not call verify and (no call to "
-     "verify has happened at this step or any earlier one)."),
+     "Whenever the agent calls pay, either the agent calls verify or (the agent calls verify "
+     "at this step or an earlier one)."),
+    ("G (tool_call:pay -> !O tool_call:cancel)",
+     "Never: the agent calls pay when the agent calls cancel at this step or an earlier one."),
     ("!(data.amount != 5)",
      "Amount (data.amount) equals 5 or is missing."),
     ("!(tool_call:a <-> X tool_call:b)",
@@ -199,9 +202,10 @@ def test_typical_rules_read_in_plain_words(text, english):
 
 def test_the_example_of_the_issue():
     english = explain("G !(data.amount > 500 & tool_call:issue_refund & !O manager_approval)")
-    assert english == ("Never: the agent calls issue_refund with amount (data.amount) over 500 "
-                       "when no step labelled manager_approval has happened at this step or "
-                       "any earlier one.")
+    # Read from its normal form (issue 25): the same sentence as G(... -> O manager_approval).
+    assert english == ("Whenever the agent calls issue_refund with amount (data.amount) over "
+                       "500, a step labelled manager_approval must have happened at this step "
+                       "or an earlier one.")
 
 
 def test_before_and_at_this_step_or_earlier_are_told_apart():

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from studio.logic import formula as fm
-from studio.logic import review
+from studio.logic import review, wording
 from studio.logic.finite import holds
 from studio.logic.formula import Formula
 from studio.logic.parser import parse
@@ -28,13 +28,13 @@ from studio.logic.review import (
     ReviewLimitError,
     distinguishing_trace,
     equivalent,
-    explain,
     find_distinguishing_trace,
     find_trace,
     propositional_abstraction,
     shortest_trace,
     warnings,
 )
+from studio.logic.wording import explain
 from tests.logic.strategies import formulas, is_monitorable
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -510,11 +510,11 @@ def test_explain_never_raises_and_mentions_every_atom(f):
     text = explain(f)
     assert text == explain(f)
     assert text.endswith(".")
-    if text in (explain("true"), explain("false")) or review.IMPOSSIBLE in text \
-            or review.NOTHING_REQUIRED in text:
+    if text in (explain("true"), explain("false")) or wording.IMPOSSIBLE in text \
+            or wording.NOTHING_REQUIRED in text:
         return  # (a part) equivalent to a constant, and says so: its atoms need not be named
-    # Every atom of the formula it reads: `X false` is read as false (review._tidy).
-    for g in review._tidy(f).subformulas():
+    # Every atom of the formula it reads: `X false` is read as false (wording._tidy).
+    for g in wording._tidy(f).subformulas():
         if g.op == "atom":
             assert fm.quote_atom(g.name) in text
         if g.op == "cmp":

@@ -10,8 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from studio.labeling.labelers import builtin_atoms
+from studio.logic.events import builtin_atoms
 from studio.logic.parser import FormulaSyntaxError, parse
+from studio.logic.reads import rule_reads
 from studio.logic.vocabulary import (
     EXAMPLE_TEXT_LIMIT,
     MAX_DEPTH,
@@ -25,10 +26,8 @@ from studio.logic.vocabulary import (
     event_entries,
     example_value,
     json_type,
-    nearest,
-    rule_reads,
-    vocabulary_warnings,
 )
+from studio.logic.vocabulary_warnings import nearest, vocabulary_warnings
 
 PAYMENT = {"input": "pay the rent",
            "output": {"tool": "send_money", "args": {"amount": 12000, "to": "IBAN1",

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from studio.logic import formula as fm
-from studio.logic.review import explain_rest
+from studio.logic.wording import explain_rest
 from studio.monitor import RuleSet, SessionMonitor
 from studio.monitor.explain import explain_violation, residual_reading
 

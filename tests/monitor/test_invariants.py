@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from studio.logic import formula as fm
 from studio.logic.progression import invariant_body, is_invariant, nnf
-from studio.logic.review import explain
+from studio.logic.wording import explain
 from studio.monitor import RuleSet, SessionMonitor
 from studio.monitor.explain import explain_violation
 from studio.monitor.verdicts import PER_INSTANCE, effective_counting

@@ -14,7 +14,7 @@ from django.test import Client
 from studio.errors import ServiceError
 from studio.logic import library
 from studio.logic.parser import parse
-from studio.logic.vocabulary import rule_reads
+from studio.logic.reads import rule_reads
 from studio.rules import services
 from studio.rules.library import install_library
 from studio.rules.models import Labeler, Rule, RuleVersion, VersionStatus

@@ -3029,7 +3029,8 @@ _WORDS_LEFT = {"keep": "the words the logs do not show restrict the event (an in
 
 
 def _answer(read: list, vocabulary, engine: str, english: str = "") -> Formalisation:
-    from ..review import ReviewLimitError, distinguishing_trace, explain
+    from ..review import ReviewLimitError, distinguishing_trace
+    from ..wording import explain
     from .base import Reading
     from .grounding import ground, said_by_agent
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from studio.labeling.llm import ChatClient, LLMError, shared_client
 
-from .. import review
+from .. import review, wording
 from ..formula import PAST_OPS, Formula
 from ..parser import FormulaSyntaxError, parse
 from .base import Formalisation, Reading
@@ -485,7 +485,7 @@ class LLMFormaliser:
             if len(merged) > 1:
                 against = 1 if k == 0 else 0
                 trace = same_reading(m.formula, merged[against].formula)[1]
-            readings.append(Reading(m.formula, m.formula.text, review.explain(m.formula),
+            readings.append(Reading(m.formula, m.formula.text, wording.explain(m.formula),
                                     f"{m.answers} of {total} model answer"
                                     f"{'s' if total != 1 else ''}", trace, against))
         first = merged[0].formula
