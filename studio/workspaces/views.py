@@ -1,7 +1,8 @@
 """Pages for a workspace's people and credentials: members, their roles and invitations
 (admins), tokens (everyone their own, admins all), webhook secrets and the LLM endpoint (admins),
-and a new workspace (staff).  Secrets and invitation links are shown once, on the answer to the form that created them, which no cache keeps; a stored LLM key
-is never shown back (only its last four characters)."""
+and a new workspace (staff).  Secrets and invitation links are shown once, on the answer to the
+form that created them, which no cache keeps; a stored LLM key is never shown back (only its
+last four characters)."""
 
 from __future__ import annotations
 
