@@ -211,3 +211,21 @@ def test_the_members_page_invites_shows_the_link_once_and_revokes(world):
         "email": "x@example.com", "roles": ["admin"]}).status_code == 403
     assert ann.post(f"/w/acme/invitations/{invitation.id}/revoke").status_code == 302
     assert Client().get(link.removeprefix("http://testserver")).status_code == 410
+
+
+# --- webhook secret names --------------------------------------------------------------------
+
+def test_secrets_made_before_names_existed_are_numbered_per_workspace(world):
+    import importlib
+
+    from django.apps import apps
+
+    from studio.workspaces.models import WebhookSecret
+
+    migration = importlib.import_module(
+        "studio.workspaces.migrations.0008_invitations_and_secret_names")
+    for workspace in (world.acme, world.beta, world.acme):
+        WebhookSecret.objects.create(workspace=workspace, name="", secret="whsec_x")
+    migration.name_existing_secrets(apps, None)
+    assert list(WebhookSecret.objects.order_by("id").values_list("workspace__slug", "name")) == [
+        ("acme", "secret 1"), ("beta", "secret 1"), ("acme", "secret 2")]
