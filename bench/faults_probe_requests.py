@@ -97,7 +97,7 @@ def _make_workspace(slug: str, name: str, mark: str, people: tuple[str, str, str
     _, full = ws.create_token(workspace, f"{mark}agent", list(Role.values), owner)
     _, auditor = ws.create_token(workspace, f"{mark}reader", [Role.AUDITOR], owner)
     spare, _ = ws.create_token(workspace, f"{mark}spare", [Role.AUDITOR], owner)
-    secret = ws.create_webhook_secret(workspace, by=owner)
+    secret = ws.create_webhook_secret(workspace, "probe sender", by=owner)
     lines = "".join(json.dumps({
         "session": f"{mark}s{i % 6}", "step": i // 6,
         "input": f"{mark} request {i}",

@@ -77,7 +77,7 @@ for name, formula in RULES_20:
     RuleVersion.objects.create(rule=rule, number=1, formula=formula, author=owner,
                                status=VersionStatus.APPROVED)
 _, token = services.create_token(ws, "bench", ["auditor"], by=owner)
-secret = services.create_webhook_secret(ws, by=owner).secret
+secret = services.create_webhook_secret(ws, "bench sender", by=owner).secret
 # For --multi-agent: the Checker's choice events name it (studio.live.causal_guards).
 from studio.rules.models import CausalGuard
 CausalGuard.objects.create(workspace=ws, name="tests_passed", owner="Checker",

@@ -31,6 +31,10 @@ class LogAction(models.TextChoices):
 
     GUARD_POLICY_SET = "guard_policy.set"
 
+    INVITATION_ACCEPTED = "invitation.accepted"
+    INVITATION_CREATED = "invitation.created"
+    INVITATION_REVOKED = "invitation.revoked"
+
     LABEL_CORRECTED = "label.corrected"
     LABEL_CORRECTION_REMOVED = "label.correction_removed"
 

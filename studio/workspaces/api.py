@@ -3,6 +3,7 @@
 from datetime import datetime
 
 from django.http import Http404
+from django.urls import reverse
 from django.shortcuts import get_object_or_404
 from ninja import Router, Schema, Status
 from pydantic import Field
@@ -10,9 +11,10 @@ from pydantic import Field
 from studio.boundary import Id, Text
 from studio.errors import PermissionDenied
 
-from . import services
+from . import invitations, services
 from .acting import actor_of, require_admin, workspace_for
-from .models import ApiToken, AuditLogEntry, Membership, WebhookSecret, Workspace
+from .models import (ApiToken, AuditLogEntry, Invitation, Membership, WebhookSecret,
+                     Workspace)
 from .tokens import acting_roles
 
 router = Router(tags=["workspaces"])
@@ -75,8 +77,31 @@ class TokenCreated(TokenOut):
     token: str  # shown once
 
 
+class InvitationIn(Schema):
+    email: Text
+    roles: list[Text]
+
+
+class InvitationOut(Schema):
+    id: int
+    email: str
+    roles: list[str]
+    invited_by: str | None
+    created_at: datetime
+    expires_at: datetime
+
+
+class InvitationCreated(InvitationOut):
+    invite_url: str  # the one-time link, in this answer only
+
+
+class WebhookSecretIn(Schema):
+    name: Text  # which sender uses it
+
+
 class WebhookSecretListed(Schema):
     id: int
+    name: str
     ending: str  # the secret's last characters, to tell secrets apart; the secret is not shown
     created_at: datetime
     revoked_at: datetime | None
@@ -84,6 +109,7 @@ class WebhookSecretListed(Schema):
 
 class WebhookSecretOut(Schema):
     id: int
+    name: str
     secret: str
     created_at: datetime
 
@@ -188,6 +214,39 @@ def remove_member(request, slug: str, username: str):
     return Status(204, None)
 
 
+def _invitation_out(invitation: Invitation) -> dict:
+    return {"id": invitation.id, "email": invitation.email, "roles": invitation.roles,
+            "invited_by": (invitation.created_by.get_username() if invitation.created_by
+                           else None),
+            "created_at": invitation.created_at, "expires_at": invitation.expires_at}
+
+
+@router.post("{slug}/invitations", response={201: InvitationCreated},
+             summary="Invite a person by email with roles (admins only); the answer's "
+                     "invite_url works once, for 7 days, and is not shown again")
+def create_invitation(request, slug: str, body: InvitationIn):
+    workspace = require_admin(request, slug)
+    invitation, token = invitations.invite(workspace, body.email, body.roles, actor_of(request))
+    url = request.build_absolute_uri(reverse("invitation", args=[token]))
+    return Status(201, {**_invitation_out(invitation), "invite_url": url})
+
+
+@router.get("{slug}/invitations", response=list[InvitationOut],
+            summary="Pending invitations, newest first (admins only; not their links)")
+def list_invitations(request, slug: str):
+    return [_invitation_out(i) for i in invitations.pending(require_admin(request, slug))]
+
+
+@router.delete("{slug}/invitations/{invitation_id}", response={204: None},
+               summary="Revoke an invitation: its link stops working (admins only; 409 once "
+                       "accepted)")
+def revoke_invitation(request, slug: str, invitation_id: Id):
+    workspace = require_admin(request, slug)
+    invitation = get_object_or_404(Invitation, workspace=workspace, id=invitation_id)
+    invitations.revoke(invitation, actor_of(request))
+    return Status(204, None)
+
+
 @router.get("{slug}/tokens", response=list[TokenOut],
             summary="Tokens: an admin sees everyone's, anyone else their own")
 def list_tokens(request, slug: str):
@@ -220,12 +279,13 @@ def revoke_token(request, slug: str, token_id: Id):
 
 
 @router.post("{slug}/webhook-secrets", response={201: WebhookSecretOut},
-             summary="A Standard Webhooks signing secret for live ingestion (admins only)")
-def create_webhook_secret(request, slug: str):
+             summary="A Standard Webhooks signing secret for live ingestion (admins only), "
+                     "named after the sender that uses it")
+def create_webhook_secret(request, slug: str, body: WebhookSecretIn):
     workspace = require_admin(request, slug)
     _people_only(request)
-    secret = services.create_webhook_secret(workspace, actor_of(request))
-    return Status(201, {"id": secret.id, "secret": secret.secret,
+    secret = services.create_webhook_secret(workspace, body.name, actor_of(request))
+    return Status(201, {"id": secret.id, "name": secret.name, "secret": secret.secret,
                         "created_at": secret.created_at})
 
 
@@ -233,7 +293,7 @@ def create_webhook_secret(request, slug: str):
             summary="The workspace's webhook secrets, newest first (not their values)")
 def list_webhook_secrets(request, slug: str):
     workspace = require_admin(request, slug)
-    return [{"id": s.id, "ending": s.secret[-4:], "created_at": s.created_at,
+    return [{"id": s.id, "name": s.name, "ending": s.secret[-4:], "created_at": s.created_at,
              "revoked_at": s.revoked_at}
             for s in workspace.webhook_secrets.order_by("-created_at", "-id")]
 

@@ -96,8 +96,32 @@ class WebhookSecret(models.Model):
 
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE,
                                   related_name="webhook_secrets")
+    # Which sender uses it, so an admin knows whom a rotation or a revocation concerns.
+    name = models.CharField(max_length=100)
     secret = models.CharField(max_length=200)  # "whsec_" + base64; needed in clear to verify
     created_at = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+
+INVITATION_DAYS = 7
+
+
+class Invitation(models.Model):
+    """A one-time link that lets a person (with an account or not) join a workspace with the
+    roles an admin chose.  Only a hash of the link's token is stored; the link is shown once."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE,
+                                  related_name="invitations")
+    email = models.EmailField()
+    roles = models.JSONField(default=list)
+    digest = models.CharField(max_length=64, unique=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    accepted_at = models.DateTimeField(null=True, blank=True)
+    accepted_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                    on_delete=models.SET_NULL, related_name="+")
     revoked_at = models.DateTimeField(null=True, blank=True)
 
 

@@ -50,6 +50,31 @@ def create_workspace(name: str, owner=None, slug: str | None = None,
     return workspace
 
 
+SLUG_LENGTH = Workspace._meta.get_field("slug").max_length
+
+
+@transaction.atomic
+def open_workspace(name: str, slug: str, by) -> Workspace:
+    """A workspace created by a staff member, who becomes its first admin (with every role, as
+    ``manage.py create_workspace`` gives).  422 on a bad name or slug, 409 on a taken slug."""
+    user = acting_user(by, through_token=False)
+    if user is None or not user.is_staff:
+        raise PermissionDenied("only staff create workspaces")
+    name, slug = name.strip(), (slug.strip() or slugify(name)[:SLUG_LENGTH])
+    if not name or len(name) > Workspace._meta.get_field("name").max_length:
+        raise ServiceError("give the workspace a name of 1 to 200 characters", field="name",
+                           status=422)
+    if not slug or slug != slugify(slug) or len(slug) > SLUG_LENGTH:
+        example = slugify(name)[:SLUG_LENGTH] or "payments"
+        raise ServiceError(f"the address may hold lower-case letters, digits and hyphens (at "
+                           f"most {SLUG_LENGTH}), for example {example}", field="slug",
+                           status=422)
+    if Workspace.objects.filter(slug=slug).exists():
+        raise Conflict(f"the address /w/{slug}/ is taken: choose another", field="slug")
+    return create_workspace(name, owner=user, slug=slug,
+                            roles=(Role.ADMIN, Role.AUTHOR, Role.REVIEWER, Role.AUDITOR))
+
+
 @transaction.atomic
 def set_retention(workspace: Workspace, days: int | None, by=None) -> Workspace:
     """Keep events ``days`` days (None or 0: for ever); beat erases older ones
@@ -103,7 +128,8 @@ def member(workspace: Workspace, user) -> dict:
     return _member_out(user, list(Membership.objects.filter(workspace=workspace, user=user)))
 
 
-def _checked_roles(roles) -> list[str]:
+def checked_roles(roles) -> list[str]:
+    """``roles`` sorted without repeats; 422 when one is unknown or none is given."""
     roles = sorted(set(roles))
     unknown = [r for r in roles if r not in Role.values]
     if unknown:
@@ -153,7 +179,7 @@ def find_user(username: str):
 def add_person(workspace: Workspace, username: str, roles, by=None):
     """Add an account to the workspace with ``roles``; 409 if it is a member already."""
     user = find_user(username)
-    roles = _checked_roles(roles)
+    roles = checked_roles(roles)
     if roles_of(workspace, user):
         raise Conflict(f"{username} is already a member of workspace {workspace.slug!r}; "
                        "change their roles instead", field="username")
@@ -167,7 +193,7 @@ def add_person(workspace: Workspace, username: str, roles, by=None):
 @transaction.atomic
 def set_member_roles(workspace: Workspace, user, roles, by=None) -> list[str]:
     """Give a member exactly ``roles``; the last admin keeps the admin role (409)."""
-    roles = _checked_roles(roles)
+    roles = checked_roles(roles)
     before = roles_of(workspace, user)
     _keep_an_admin(workspace, user, set(roles))
     Membership.objects.filter(workspace=workspace, user=user).exclude(role__in=roles).delete()
@@ -246,10 +272,16 @@ def revoke_token(token: ApiToken, by=None) -> None:
 
 
 @transaction.atomic
-def create_webhook_secret(workspace: Workspace, by=None) -> WebhookSecret:
+def create_webhook_secret(workspace: Workspace, name: str, by=None) -> WebhookSecret:
+    """A new signing secret; ``name`` says which sender uses it (1 to 100 characters)."""
+    name = (name or "").strip()
+    if not name or len(name) > WebhookSecret._meta.get_field("name").max_length:
+        raise ServiceError("name the secret after the sender that uses it (1 to 100 "
+                           "characters), for example \"payments agent\"", field="name",
+                           status=422)
     value = "whsec_" + base64.b64encode(secrets.token_bytes(32)).decode()
-    secret = WebhookSecret.objects.create(workspace=workspace, secret=value)
-    record(workspace, by, LogAction.WEBHOOK_SECRET_CREATED, secret)
+    secret = WebhookSecret.objects.create(workspace=workspace, name=name, secret=value)
+    record(workspace, by, LogAction.WEBHOOK_SECRET_CREATED, secret, name=name)
     return secret
 
 
@@ -259,7 +291,7 @@ def revoke_webhook_secret(secret: WebhookSecret, by=None) -> None:
     if secret.revoked_at is None:
         secret.revoked_at = timezone.now()
         secret.save(update_fields=["revoked_at"])
-        record(secret.workspace, by, LogAction.WEBHOOK_SECRET_REVOKED, secret)
+        record(secret.workspace, by, LogAction.WEBHOOK_SECRET_REVOKED, secret, name=secret.name)
 
 
 @transaction.atomic

@@ -2,13 +2,18 @@
 
 from django.urls import path
 
-from . import views
+from . import invitation_pages, views
 
 urlpatterns = [
     path("w/<slug:slug>/members/", views.members, name="members"),
     path("w/<slug:slug>/members/<str:username>/roles", views.member_roles, name="member_roles"),
     path("w/<slug:slug>/members/<str:username>/remove", views.member_remove,
          name="member_remove"),
+    path("w/<slug:slug>/invitations/", views.invitation_create, name="invitation_create"),
+    path("w/<slug:slug>/invitations/<int:invitation_id>/revoke", views.invitation_revoke,
+         name="invitation_revoke"),
+    path("invitations/<str:token>/", invitation_pages.invitation, name="invitation"),
+    path("workspaces/new/", views.workspace_new, name="workspace_new"),
     path("w/<slug:slug>/tokens/", views.tokens, name="tokens"),
     path("w/<slug:slug>/tokens/<int:token_id>/revoke", views.token_revoke, name="token_revoke"),
     path("w/<slug:slug>/webhook-secrets/", views.webhook_secrets, name="webhook_secrets"),

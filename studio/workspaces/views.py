@@ -1,22 +1,25 @@
-"""Pages for a workspace's people and credentials: members and their roles (admins), tokens
-(everyone their own, admins all), webhook secrets and the LLM endpoint (admins).  Secrets are
-shown once, on the answer to the form that created them, which no cache keeps; a stored LLM key
-is never shown back (only its last four characters)."""
+"""Pages for a workspace's people and credentials: members, their roles and invitations
+(admins), tokens (everyone their own, admins all), webhook secrets and the LLM endpoint (admins),
+and a new workspace (staff).  Secrets and invitation links are shown once, on the answer to the
+form that created them, which no cache keeps; a stored LLM key is never shown back (only its
+last four characters)."""
 
 from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest
+from django.core.exceptions import PermissionDenied
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils.cache import add_never_cache_headers
 from django.views.decorators.http import require_http_methods, require_POST
 
 from studio.errors import ServiceError
 
-from . import llm, services
+from . import invitations, llm, services
 from .access import actor, workspace_page
-from .models import ApiToken, LLMEndpoint, Role, WebhookSecret
+from .models import INVITATION_DAYS, ApiToken, Invitation, LLMEndpoint, Role, WebhookSecret
 
 ROLE_HELP = {
     Role.AUTHOR: "writes rules and submits them for review",
@@ -33,15 +36,22 @@ def _role_options(allowed=None) -> list[dict]:
 
 # --- members ---------------------------------------------------------------------------------
 
-def _members_page(request, workspace, roles, errors=None, form=None, status=200):
+def _members_page(request, workspace, roles, errors=None, form=None, status=200, *,
+                  invite_form=None, invited=None):
     errors = errors or {}
     people = [{**member, "error": errors.get(f"member:{member['username']}")}
               for member in services.members_of(workspace)]
-    return render(request, "workspaces/members.html", {
+    response = render(request, "workspaces/members.html", {
         "workspace": workspace, "roles": roles, "members": people,
         "role_options": _role_options(), "errors": errors or {},
         "form": form or {"username": "", "roles": []},
+        "invitations": invitations.pending(workspace), "invited": invited,
+        "invite_form": invite_form or {"email": "", "roles": []},
+        "invitation_days": INVITATION_DAYS,
     }, status=status)
+    if invited is not None:
+        add_never_cache_headers(response)  # the link must not outlive this answer
+    return response
 
 
 @login_required
@@ -104,6 +114,64 @@ def member_remove(request: HttpRequest, slug: str, username: str):
     return redirect("members", slug=workspace.slug)
 
 
+@login_required
+@require_POST
+def invitation_create(request: HttpRequest, slug: str):
+    workspace, roles = workspace_page(request, slug, role=Role.ADMIN)
+    form = {"email": request.POST.get("email", "").strip(),
+            "roles": request.POST.getlist("roles")}
+    try:
+        invitation, token = invitations.invite(workspace, form["email"], form["roles"],
+                                               by=actor(request))
+    except ServiceError as exc:
+        field = "invite_roles" if exc.field == "roles" else "invite_email"
+        return _members_page(request, workspace, roles, {field: exc.message},
+                             invite_form=form, status=exc.status)
+    url = request.build_absolute_uri(reverse("invitation", args=[token]))
+    return _members_page(request, workspace, roles, status=201,
+                         invited={"invitation": invitation, "url": url})
+
+
+@login_required
+@require_POST
+def invitation_revoke(request: HttpRequest, slug: str, invitation_id: int):
+    workspace, roles = workspace_page(request, slug, role=Role.ADMIN)
+    invitation = get_object_or_404(Invitation, workspace=workspace, id=invitation_id)
+    try:
+        invitations.revoke(invitation, by=actor(request))
+    except ServiceError as exc:
+        return _members_page(request, workspace, roles, {"invitations": exc.message},
+                             status=exc.status)
+    messages.success(request, f"The invitation of {invitation.email} is revoked: its link no "
+                              "longer works.")
+    return redirect("members", slug=workspace.slug)
+
+
+# --- a new workspace -------------------------------------------------------------------------
+
+@login_required
+@require_http_methods(["GET", "HEAD", "POST"])
+def workspace_new(request: HttpRequest):
+    """Staff open a workspace and become its first admin; everyone else gets 403."""
+    if not request.user.is_staff:
+        raise PermissionDenied("only staff create workspaces")
+    form = {"name": request.POST.get("name", "").strip(),
+            "slug": request.POST.get("slug", "").strip()}
+    errors, status = {}, 200
+    if request.method == "POST":
+        try:
+            workspace = services.open_workspace(form["name"], form["slug"], by=actor(request))
+        except ServiceError as exc:
+            errors, status = {exc.field or "name": exc.message}, exc.status
+        else:
+            messages.success(request, f"Workspace {workspace.name} is open at "
+                                      f"/w/{workspace.slug}/ and you are its admin: invite "
+                                      "its members from the Members page.")
+            return redirect("workspace", slug=workspace.slug)
+    return render(request, "workspaces/new.html", {
+        "form": form, "errors": errors, "role_options": _role_options()}, status=status)
+
+
 # --- tokens ----------------------------------------------------------------------------------
 
 def _tokens_page(request, workspace, roles, *, created=None, errors=None, form=None,
@@ -159,12 +227,14 @@ def token_revoke(request: HttpRequest, slug: str, token_id: int):
 
 # --- webhook secrets -------------------------------------------------------------------------
 
-def _secrets_page(request, workspace, roles, *, created=None, status=200):
+def _secrets_page(request, workspace, roles, *, created=None, errors=None, form=None,
+                  status=200):
     secrets = WebhookSecret.objects.filter(workspace=workspace).order_by("revoked_at",
                                                                          "-created_at", "-id")
     response = render(request, "workspaces/webhook_secrets.html", {
         "workspace": workspace, "roles": roles, "created": created,
         "rows": [{"secret": s, "ending": s.secret[-4:]} for s in secrets],
+        "errors": errors or {}, "form": form or {"name": ""},
     }, status=status)
     if created is not None:
         add_never_cache_headers(response)
@@ -177,7 +247,12 @@ def webhook_secrets(request: HttpRequest, slug: str):
     workspace, roles = workspace_page(request, slug, role=Role.ADMIN)
     if request.method != "POST":
         return _secrets_page(request, workspace, roles)
-    secret = services.create_webhook_secret(workspace, by=actor(request))
+    form = {"name": request.POST.get("name", "")}
+    try:
+        secret = services.create_webhook_secret(workspace, form["name"], by=actor(request))
+    except ServiceError as exc:
+        return _secrets_page(request, workspace, roles, form=form,
+                             errors={exc.field or "name": exc.message}, status=exc.status)
     return _secrets_page(request, workspace, roles, created=secret, status=201)
 
 
@@ -187,8 +262,9 @@ def webhook_secret_revoke(request: HttpRequest, slug: str, secret_id: int):
     workspace, _ = workspace_page(request, slug, role=Role.ADMIN)
     secret = get_object_or_404(WebhookSecret, workspace=workspace, id=secret_id)
     services.revoke_webhook_secret(secret, by=actor(request))
-    messages.success(request, f"The webhook secret ending in {secret.secret[-4:]} is revoked: "
-                              "deliveries signed only with it are refused from now on.")
+    messages.success(request, f"The webhook secret {secret.name} (ending in "
+                              f"{secret.secret[-4:]}) is revoked: deliveries signed only with "
+                              "it are refused from now on.")
     return redirect("webhook_secrets", slug=workspace.slug)
 
 

@@ -80,7 +80,8 @@ def test_the_example_unguarded_is_judged_by_the_studio(client, example):
 
 
 def test_a_signed_client_sends_checks_and_ends(live_server, workspace, owner):
-    secret = workspace_services.create_webhook_secret(workspace, by=owner).secret
+    secret = workspace_services.create_webhook_secret(workspace, "payments agent",
+                                                     by=owner).secret
     client = StudioClient(live_server.url, "pay", webhook_secret=secret, timeout=20)
     pay = {"output": {"tool": "send_money", "args": {"to": "bob", "amount": 50}}}
     check = client.check("s-1", [pay])["candidates"][0]
@@ -101,7 +102,8 @@ def test_a_signed_client_sends_checks_and_ends(live_server, workspace, owner):
 
 
 def test_a_signed_client_asks_the_guard_and_reads_the_decision(live_server, workspace, owner):
-    secret = workspace_services.create_webhook_secret(workspace, by=owner).secret
+    secret = workspace_services.create_webhook_secret(workspace, "payments agent",
+                                                     by=owner).secret
     client = StudioClient(live_server.url, "pay", webhook_secret=secret, timeout=20)
     pay = {"output": {"tool": "send_money", "args": {"to": "bob", "amount": 50}}}
     asked = client.guard("s-3", pay, decision_id="sig-1")

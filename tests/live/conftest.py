@@ -60,7 +60,8 @@ def token(workspace, owner):
 
 @pytest.fixture
 def secret(workspace, owner):
-    return workspace_services.create_webhook_secret(workspace, by=owner).secret
+    return workspace_services.create_webhook_secret(workspace, "payments agent",
+                                                     by=owner).secret
 
 
 class Agent:

@@ -106,7 +106,8 @@ def test_timestamps_are_checked_both_ways(workspace, secret, offset, status):
 
 
 def test_rotation_accepts_either_secret_and_several_signatures(workspace, secret, owner):
-    newer = workspace_services.create_webhook_secret(workspace, by=owner).secret
+    newer = workspace_services.create_webhook_secret(workspace, "payments agent",
+                                                     by=owner).secret
     assert Agent("acme", secret=secret).post("s1", [{"event_id": "1"}]).status_code == 200
     assert Agent("acme", secret=newer).post("s1", [{"event_id": "2"}]).status_code == 200
     # A sender in the middle of a rotation signs with both; one valid signature is enough.
@@ -126,7 +127,7 @@ def test_rotation_accepts_either_secret_and_several_signatures(workspace, secret
 
 def test_signatures_of_another_workspace_or_an_unknown_one_are_refused(workspace, owner):
     other = workspace_services.create_workspace("Other", owner=owner, slug="other")
-    theirs = workspace_services.create_webhook_secret(other, by=owner).secret
+    theirs = workspace_services.create_webhook_secret(other, "their agent", by=owner).secret
     assert Agent("acme", secret=theirs).post("s1", [SHIP]).status_code == 401
     assert Agent("nope", secret=theirs).post("s1", [SHIP]).status_code == 401
 

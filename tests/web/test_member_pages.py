@@ -51,7 +51,7 @@ def test_member_management_is_for_admins(world):
     assert aud.post("/w/acme/members/alice/remove").status_code == 403
     assert aud.post("/w/acme/members/alice/roles", {"roles": ["auditor"]}).status_code == 403
     assert aud.get("/w/acme/webhook-secrets/").status_code == 403
-    assert aud.post("/w/acme/webhook-secrets/").status_code == 403
+    assert aud.post("/w/acme/webhook-secrets/", {"name": "agent"}).status_code == 403
     assert not Membership.objects.filter(user=world.oscar, workspace=world.acme).exists()
     assert not WebhookSecret.objects.exists()
     # The navigation offers Members to admins only.
@@ -136,12 +136,17 @@ def test_people_revoke_their_own_tokens_and_admins_anyones(world):
 def test_an_admin_creates_and_revokes_webhook_secrets(world):
     ann = _page(world, "ann")
 
-    created = ann.post("/w/acme/webhook-secrets/")
+    unnamed = ann.post("/w/acme/webhook-secrets/", {"name": " "})
+    assert unnamed.status_code == 422 and "name the secret" in unnamed.content.decode()
+    assert not WebhookSecret.objects.exists()
+    created = ann.post("/w/acme/webhook-secrets/", {"name": "payments agent"})
     assert created.status_code == 201 and "no-store" in created["Cache-Control"]
     secret = WebhookSecret.objects.get()
+    assert secret.name == "payments agent"
     assert f'value="{secret.secret}"' in created.content.decode()
     listing = ann.get("/w/acme/webhook-secrets/").content.decode()
     assert secret.secret not in listing and f"…{secret.secret[-4:]}" in listing
+    assert "payments agent" in listing
     assert ann.post(f"/w/acme/webhook-secrets/{secret.id}/revoke").status_code == 302
     secret.refresh_from_db()
     assert secret.revoked_at is not None

@@ -216,11 +216,12 @@ def test_a_webhook_secret_rotation_ends_with_the_old_secret_revoked(world):
     from tests.live.conftest import Agent
 
     ann = world.as_("ann")
-    old = ann.post("w/acme/webhook-secrets").json()
-    new = ann.post("w/acme/webhook-secrets").json()
+    old = ann.post("w/acme/webhook-secrets", {"name": "agent v1"}).json()
+    new = ann.post("w/acme/webhook-secrets", {"name": "agent v2"}).json()
     listed = ann.get("w/acme/webhook-secrets").json()
-    assert [(s["id"], s["ending"], s["revoked_at"]) for s in listed] == [
-        (new["id"], new["secret"][-4:], None), (old["id"], old["secret"][-4:], None)]
+    assert [(s["id"], s["name"], s["ending"], s["revoked_at"]) for s in listed] == [
+        (new["id"], "agent v2", new["secret"][-4:], None),
+        (old["id"], "agent v1", old["secret"][-4:], None)]
     assert old["secret"] not in ann.get("w/acme/webhook-secrets").content.decode()
     assert Agent("acme", secret=old["secret"]).post("s1", [{"event_id": "1"}]).status_code == 200
 

@@ -218,10 +218,13 @@ def test_only_admins_manage_others_tokens(world):
 def test_webhook_secrets_are_for_admins_only(world, settings):
     settings.TOKEN_CACHE_SECONDS = 0
     aud, ann = world.as_("aud"), world.as_("ann")
-    assert aud.post("w/acme/webhook-secrets").status_code == 403
+    assert aud.post("w/acme/webhook-secrets", {"name": "agent"}).status_code == 403
     assert aud.get("w/acme/webhook-secrets").status_code == 403
-    created = ann.post("w/acme/webhook-secrets")
-    assert created.status_code == 201
+    # A secret is named after its sender: no name, no secret.
+    assert ann.post("w/acme/webhook-secrets").status_code == 422
+    assert ann.post("w/acme/webhook-secrets", {"name": "  "}).json()["field"] == "name"
+    created = ann.post("w/acme/webhook-secrets", {"name": "agent"})
+    assert created.status_code == 201 and created.json()["name"] == "agent"
     secret = created.json()
     assert aud.delete(f"w/acme/webhook-secrets/{secret['id']}").status_code == 403
     assert WebhookSecret.objects.get(pk=secret["id"]).revoked_at is None
