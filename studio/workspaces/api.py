@@ -96,7 +96,7 @@ class InvitationCreated(InvitationOut):
 
 
 class WebhookSecretIn(Schema):
-    name: Text  # which sender uses it
+    name: Text | None = None  # which sender uses it; none: "secret N"
 
 
 class WebhookSecretListed(Schema):
@@ -281,10 +281,11 @@ def revoke_token(request, slug: str, token_id: Id):
 @router.post("{slug}/webhook-secrets", response={201: WebhookSecretOut},
              summary="A Standard Webhooks signing secret for live ingestion (admins only), "
                      "named after the sender that uses it")
-def create_webhook_secret(request, slug: str, body: WebhookSecretIn):
+def create_webhook_secret(request, slug: str, body: WebhookSecretIn | None = None):
     workspace = require_admin(request, slug)
     _people_only(request)
-    secret = services.create_webhook_secret(workspace, body.name, actor_of(request))
+    secret = services.create_webhook_secret(workspace, body.name if body else None,
+                                            actor_of(request))
     return Status(201, {"id": secret.id, "name": secret.name, "secret": secret.secret,
                         "created_at": secret.created_at})
 

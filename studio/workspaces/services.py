@@ -272,9 +272,13 @@ def revoke_token(token: ApiToken, by=None) -> None:
 
 
 @transaction.atomic
-def create_webhook_secret(workspace: Workspace, name: str, by=None) -> WebhookSecret:
-    """A new signing secret; ``name`` says which sender uses it (1 to 100 characters)."""
-    name = (name or "").strip()
+def create_webhook_secret(workspace: Workspace, name: str | None, by=None) -> WebhookSecret:
+    """A new signing secret; ``name`` says which sender uses it (1 to 100 characters).  None
+    (an API caller of the release before names) numbers it like the migration named the old
+    ones: "secret 3"."""
+    if name is None:
+        name = f"secret {workspace.webhook_secrets.count() + 1}"
+    name = name.strip()
     if not name or len(name) > WebhookSecret._meta.get_field("name").max_length:
         raise ServiceError("name the secret after the sender that uses it (1 to 100 "
                            "characters), for example \"payments agent\"", field="name",

@@ -212,6 +212,16 @@ def test_a_person_gives_a_token_only_roles_they_hold(world):
 
 # --- webhook secrets --------------------------------------------------------------------------
 
+def test_a_webhook_secret_asked_for_without_a_name_is_numbered_and_a_blank_name_is_refused(world):
+    # Callers of the release before names post no body; their secrets are numbered.
+    ann = world.as_("ann")
+    assert ann.post("w/acme/webhook-secrets", {"name": "payments agent"}).status_code == 201
+    unnamed = ann.post("w/acme/webhook-secrets")
+    assert unnamed.status_code == 201 and unnamed.json()["name"] == "secret 2"
+    blank = ann.post("w/acme/webhook-secrets", {"name": "  "})
+    assert blank.status_code == 422 and blank.json()["field"] == "name"
+
+
 def test_a_webhook_secret_rotation_ends_with_the_old_secret_revoked(world):
     from tests.live.conftest import Agent
 
