@@ -135,10 +135,21 @@ def details_in_words(details) -> list[tuple[str, str]]:
     return [(_key(name), _words(value)) for name, value in details.items()]
 
 
+# The stored target type is the model's class name in lower case; these read better.
+TARGET_WORDS = {"apitoken": "token", "auditrun": "audit", "causalguard": "causal guard",
+                "groundtruth": "ground truth", "guarddecision": "guard decision",
+                "impactcheck": "impact check", "labelcorrection": "label correction",
+                "learnedriskmodel": "risk model",
+                "llmendpoint": "LLM endpoint", "rulecase": "rule case", "ruleset": "rule set",
+                "ruleversion": "rule version", "tracesession": "session",
+                "webhooksecret": "webhook secret"}
+
+
 def target_words(entry: AuditLogEntry) -> str:
     if not entry.target_type:
         return ""
-    return f"{entry.target_type} #{entry.target_id}" if entry.target_id else entry.target_type
+    kind = TARGET_WORDS.get(entry.target_type, entry.target_type)
+    return f"{kind} #{entry.target_id}" if entry.target_id else kind
 
 
 def entry_row(entry: AuditLogEntry) -> dict:
