@@ -11,7 +11,7 @@ from studio.guard import services as guard_services
 from studio.rules import services as rules
 from studio.workspaces.actions import LogAction
 from studio.workspaces.models import AuditLogEntry
-from tests.api.world import world  # noqa: F401
+from tests.api.world import Api, world  # noqa: F401
 
 
 @pytest.fixture
@@ -105,8 +105,6 @@ def test_the_services_error_is_shown_beside_its_field_with_the_input_kept(world,
 def test_the_page_and_the_api_agree(world, ruleset):
     _as(world, "ann").post(_url(ruleset), _form(guarded_risk="on", safer_model="small-safe",
                                                  fallback="switch"))
-    from tests.api.world import Api
-
     answer = Api(user=world.ann).get(f"w/acme/rule-sets/{ruleset.id}/guard-policy").json()
     assert answer["policy"]["guarded_risk"] is True
     assert answer["policy"]["fallback"] == "switch"
