@@ -1,8 +1,9 @@
-"""The risk model page and its parts (mounted at the site root by studio/web/urls.py)."""
+"""The risk model page and its parts, the pending decisions and a rule set's guard policy
+(mounted at the site root by studio/web/urls.py)."""
 
 from django.urls import path
 
-from . import decision_pages, views
+from . import decision_pages, policy_pages, views
 
 urlpatterns = [
     path("w/<slug:slug>/guard/model", views.model_page, name="guard_model"),
@@ -12,4 +13,6 @@ urlpatterns = [
     path("w/<slug:slug>/guard/pending", decision_pages.pending, name="guard_pending"),
     path("w/<slug:slug>/guard/decisions/<int:pk>/answer", decision_pages.answer,
          name="guard_answer"),
+    path("w/<slug:slug>/rule-sets/<int:rule_set_id>/guard-policy/", policy_pages.guard_policy,
+         name="guard_policy"),
 ]

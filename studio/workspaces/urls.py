@@ -1,8 +1,9 @@
-"""Pages for people and credentials (mounted at the site root by studio/web/urls.py)."""
+"""Pages for people, credentials and the audit log (mounted at the site root by
+studio/web/urls.py)."""
 
 from django.urls import path
 
-from . import invitation_pages, views
+from . import invitation_pages, log_views, views
 
 urlpatterns = [
     path("w/<slug:slug>/members/", views.members, name="members"),
@@ -22,4 +23,6 @@ urlpatterns = [
     path("w/<slug:slug>/settings/llm/", views.llm_settings, name="llm_settings"),
     path("w/<slug:slug>/settings/llm/remove", views.llm_settings_remove,
          name="llm_settings_remove"),
+    path("w/<slug:slug>/log/", log_views.log_page, name="workspace_log"),
+    path("w/<slug:slug>/log/entries.csv", log_views.log_csv, name="workspace_log_csv"),
 ]
