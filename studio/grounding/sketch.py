@@ -15,8 +15,8 @@ import re
 from dataclasses import dataclass
 
 from studio.logic import formula as fm
-from studio.logic.english.base import Formalisation, Reading
-from studio.logic.english.grounding import Grounding, words_of
+from studio.english.base import Formalisation, Reading
+from studio.english.grounding import Grounding, words_of
 from studio.logic.formula import Formula
 from studio.logic.review import explain
 

@@ -1,4 +1,4 @@
-"""The offline English-to-LTL formaliser (``studio.logic.english``).
+"""The offline English-to-LTL formaliser (``studio.english``).
 
 Answers are judged by meaning, never by text: a formalised rule is right when no trace tells it
 apart from the expected formula (``studio.logic.review.distinguishing_trace``).  The scoped
@@ -14,12 +14,12 @@ import time
 
 import pytest
 
-from studio.logic.english import Formalisation, Formaliser, formalise
-from studio.logic.english.formaliser import OfflineFormaliser, lex
+from studio.english import Formalisation, Formaliser, formalise
+from studio.english.formaliser import OfflineFormaliser, lex
 from studio.logic.finite import holds
 from studio.logic.parser import parse
 from studio.logic.review import distinguishing_trace
-from tests.logic.english_table import TABLE
+from tests.english.table import TABLE
 from tests.logic.test_purity import _import_in_fresh_interpreter
 
 GOAL = 0.9
@@ -317,7 +317,7 @@ def test_a_precedence_chain_needs_its_causes_in_order_before_the_effect():
 # Purity
 
 def test_the_english_package_imports_without_django():
-    modules = ["studio.logic.english", "studio.logic.english.formaliser"]
+    modules = ["studio.english", "studio.english.formaliser"]
     report = _import_in_fresh_interpreter(*modules)
     assert report["imported"] == modules
     assert report["django"] == []

@@ -67,8 +67,8 @@ from pathlib import Path
 from lark import Lark, Token as LarkToken, Transformer
 from lark.exceptions import UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
 
-from .. import formula as fm
-from ..formula import (
+from studio.logic import formula as fm
+from studio.logic.formula import (
     MAX_BOUND,
     WX,
     And,
@@ -89,7 +89,7 @@ from ..formula import (
     Y,
     S,
 )
-from ..patterns import absence, at_most_once, existence, precedence, universality
+from studio.logic.patterns import absence, at_most_once, existence, precedence, universality
 from . import lexicon
 from .base import Formalisation
 
@@ -3029,7 +3029,7 @@ _WORDS_LEFT = {"keep": "the words the logs do not show restrict the event (an in
 
 
 def _answer(read: list, vocabulary, engine: str, english: str = "") -> Formalisation:
-    from ..review import ReviewLimitError, distinguishing_trace, explain
+    from studio.logic.review import ReviewLimitError, distinguishing_trace, explain
     from .base import Reading
     from .grounding import ground, said_by_agent
 
@@ -3208,7 +3208,7 @@ def _no_log_can_mean(f: Formula) -> bool:
 
 def _trivial(f: Formula) -> bool:
     """Whether ``f`` holds on every session or on none: no rule anyone means."""
-    from ..review import ReviewLimitError, distinguishing_trace
+    from studio.logic.review import ReviewLimitError, distinguishing_trace
 
     if f is fm.TRUE or f is fm.FALSE:
         return True

@@ -19,8 +19,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .. import formula as fm
-from ..formula import Formula
+from studio.logic import formula as fm
+from studio.logic.formula import Formula
 
 # Words that say who acts, not what happens.
 _ACTORS = frozenset({"agent", "assistant", "bot", "system", "model", "ai", "chatbot", "player",
