@@ -34,7 +34,7 @@ from studio.logic import review
 from studio.logic.formula import PAST_OPS, Formula
 from studio.logic.parser import FormulaSyntaxError, parse
 from .base import Formalisation, Reading
-from .grounding import Grounding
+from .ground_atoms import Grounding
 
 ENGINE = "llm"
 DEFAULT_ATTEMPTS = 3

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 from studio.logic import formula as fm
 from studio.english.base import Formalisation, Reading
-from studio.english.grounding import Grounding, words_of
+from studio.english.ground_atoms import Grounding
+from studio.english.stems import words_of
 from studio.logic.formula import Formula
 from studio.logic.review import explain
 

@@ -15,7 +15,8 @@ import time
 import pytest
 
 from studio.english import Formalisation, Formaliser, formalise
-from studio.english.formaliser import OfflineFormaliser, lex
+from studio.english.formaliser import OfflineFormaliser
+from studio.english.lexing import lex
 from studio.logic.finite import holds
 from studio.logic.parser import parse
 from studio.logic.review import distinguishing_trace
@@ -311,6 +312,23 @@ def test_a_precedence_chain_needs_its_causes_in_order_before_the_effect():
 
     for trace in _traces("pqr", 4, 800):
         assert holds(f, [(letter, None) for letter in trace]) == allowed(trace), trace
+
+
+# ---------------------------------------------------------------------------------------------
+# The error search is bounded by steps, not by a clock
+
+def test_the_message_for_unreadable_english_does_not_depend_on_the_clock(monkeypatch):
+    # 21 parses find the two words to leave out: under a time limit a busy machine named
+    # other words (or none).  A clock that jumps an hour at every reading changes nothing.
+    text = "Never: the agent stops (max_tokens)."
+    calm = formalise(text)
+    assert calm.message.startswith("Could not place “agent”, “stops” in a rule pattern")
+    clock = itertools.count(0.0, 3600.0)
+    monkeypatch.setattr(time, "monotonic", lambda: next(clock))
+    monkeypatch.setattr(time, "perf_counter", lambda: next(clock))
+    monkeypatch.setattr(time, "time", lambda: next(clock))
+    busy = formalise(text)
+    assert busy.message == calm.message and busy.unplaced == calm.unplaced
 
 
 # ---------------------------------------------------------------------------------------------

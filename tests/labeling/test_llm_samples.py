@@ -9,7 +9,7 @@ import threading
 import pytest
 
 from studio.labeling.llm import ChatClient, Completion, LLMConfig, MemoryStore
-from studio.english.grounding import Grounding
+from studio.english.ground_atoms import Grounding
 from studio.english.llm import (SAMPLE_TEMPERATURE, LLMFormaliser, merge, phrases_of,
                                       same_reading, vocabulary_prompt)
 from studio.logic.parser import parse

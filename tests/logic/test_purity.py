@@ -23,6 +23,7 @@ PURE_MODULES = [
     "studio.logic.library",
     "studio.logic.vocabulary",
     "studio.english",
+    "studio.english.grounding",
     "studio.english.llm",
     "studio.labeling",
     "studio.labeling.llm",
