@@ -1,4 +1,5 @@
-"""Reading phrases and clauses as formulas: atoms, leaves, a clause's subject, state and obligation."""
+"""Reading phrases and clauses as formulas: atoms, leaves, a clause's subject, state and
+obligation."""
 
 from __future__ import annotations
 

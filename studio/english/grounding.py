@@ -17,6 +17,7 @@ ends with the same field and holds the compared value's type (``output.args.amou
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 
 from studio.logic import formula as fm
 from studio.logic.formula import Formula
@@ -33,6 +34,319 @@ from .stems import _OTHER_SIDE, _stem, _STEMMED_GENERIC, _STEMMED_SYNONYMS, _UNI
 GROUNDINGS = ("drop", "keep", "invent")
 
 
+@dataclass
+class _Grounder:
+    """What grounding one rule's phrases shares: the vocabulary, the choice for words left
+    over, and the answer so far (each phrase's mapping, what its atom becomes)."""
+
+    every_atom: frozenset
+    paths: dict
+    words_left: str
+    quoted: dict
+    best_of: dict                   # the entry each phrase matches best, all atoms considered
+    same_step: dict                 # the phrases joined with each one at one step
+    mapping: list = field(default_factory=list)
+    changed: dict = field(default_factory=dict)
+    partial: set = field(default_factory=set)
+
+    def name_as(self, p: _Phrase, grounded: Formula, phrase: str | None = None,
+                shown: str | None = None) -> bool:
+        """Grounds ``p`` as ``grounded`` (``shown``: the entry's name, for a single atom)."""
+        self.mapping.append(Grounding(p.phrase if phrase is None else phrase,
+                                      grounded.text if shown is None else shown, True))
+        self.changed[p.name] = grounded
+        return True
+
+    def invent(self, p: _Phrase) -> bool:
+        self.mapping.append(Grounding(p.phrase, p.name, False))
+        return True
+
+
+@dataclass
+class _Phrase:
+    """One invented atom being grounded, and what the ways tried so far found out."""
+
+    name: str
+    phrase: str
+    atoms: frozenset                # the entries it may name (less those named elsewhere)
+    calls: list = field(default_factory=list)
+    change: Formula | None = None   # a change of a number the logs record
+
+
+_TOOLS = re.compile(r"(^|_)tools?(_|$)")
+
+
+def _in_vocabulary(g: _Grounder, p: _Phrase) -> bool:
+    if p.name not in p.atoms:
+        return False
+    g.mapping.append(Grounding(p.phrase, p.name, True))
+    return True
+
+
+def _quoted_atom(g: _Grounder, p: _Phrase) -> bool:
+    context = g.quoted.get(p.name)
+    if context is None:
+        return False
+    value = _quoted_value(p.name, context, p.atoms, g.paths)
+    said = _quoted_label(p.name, p.atoms) if value is None else None
+    if said is not None:
+        # "between the executive saying 'pause' and saying 'resume'": the quoted word names
+        # the label the logs put on it (``pause_requested``); the label has more words than
+        # were quoted, so the quoted word itself is offered beside it
+        g.partial.add("loose")
+        if g.words_left != "invent":
+            return g.name_as(p, fm.Atom(said), f"“{p.name}”", said)
+    if value is not None:
+        return g.name_as(p, value, f"{context.replace('_', ' ')} “{p.name}”")
+    return g.invent(p)
+
+
+def _not_named_elsewhere(g: _Grounder, p: _Phrase) -> bool:
+    """Sets aside the entry this phrase matched when another phrase of the rule names it, at
+    another place of it ("whenever a file is deleted, the agent must log it": the logging is
+    not the deletion), or one the phrase fits no better than the event it is joined with at
+    one step ("claims over $10,000 ... before payout").  Never grounds the phrase itself."""
+    excluded = _named_elsewhere(p.name, g.best_of, g.same_step.get(p.name, set()), p.atoms)
+    if excluded:
+        p.atoms = p.atoms - excluded
+        g.partial.add("loose")
+    p.calls = sorted(a for a in p.atoms if a.startswith("tool_call:"))
+    return False
+
+
+def _speaker_role(g: _Grounder, p: _Phrase) -> bool:
+    """"the assistant replies": a message of that role."""
+    call = ground_atom(p.name, p.calls) if p.calls else None
+    spoken = (_speaker(p.name, p.atoms) if call is None or _tells_about(p.name, call)
+              else None)
+    return spoken is not None and g.name_as(p, fm.Atom(spoken), shown=spoken)
+
+
+def _any_call(g: _Grounder, p: _Phrase) -> bool:
+    """"no tools get called": any of the calls the logs record."""
+    if not (len(p.calls) > 1 and not words_of(p.name) and _TOOLS.search(p.name.lower())):
+        return False
+    return g.name_as(p, fm.Or(*[fm.Atom(a) for a in p.calls]))
+
+
+def _tool_messages(g: _Grounder, p: _Phrase) -> bool:
+    """"the agent must stop calling tools" when the logs record no call by name: the tools'
+    messages are what a call leaves in them."""
+    if not (not p.calls and "role:tool" in p.atoms and not words_of(p.name)
+            and _TOOLS.search(p.name.lower())):
+        return False
+    return g.name_as(p, fm.Atom("role:tool"), shown="role:tool")
+
+
+def _tied_entries(g: _Grounder, p: _Phrase) -> bool:
+    """"the user asks for flights": as much a booking as a search, so neither is sure; "no
+    other booking": any of the entries the phrase names equally well, or (the author picks)
+    the first of them only."""
+    tied = ground_ties(p.name, p.atoms) if p.atoms else []
+    if len(tied) < 2:
+        return False
+    first_words = {words_of(t)[0] for t in tied if words_of(t)}
+    if len(first_words) > 1:
+        g.partial.add("loose")
+        return False
+    if len(first_words) == 1:
+        g.partial.add("tie")
+        if g.words_left != "one":
+            return g.name_as(p, fm.Or(*[fm.Atom(t) for t in tied]))
+    return False
+
+
+def _number_change(g: _Grounder, p: _Phrase) -> bool:
+    """"the account balance changes": a change of a number the logs record, before any call
+    that merely shares a word with it (``tool_call:get_balance``)."""
+    p.change = ground_change(p.name, g.paths) if g.paths else None
+    return (p.change is not None and p.change.payload.right[0] == "prev"
+            and g.name_as(p, p.change))
+
+
+def _flipped(g: _Grounder, p: _Phrase) -> bool:
+    """"the door is unlocked": the logs' ``door_locked``, negated."""
+    flipped = _flipped_state(p.name, p.atoms) if p.atoms else None
+    return flipped is not None and g.name_as(p, flipped)
+
+
+def _opposite(g: _Grounder, p: _Phrase) -> bool:
+    """"the chest stays shut": no opening of the chest; a guess, so the invented state is
+    offered beside it."""
+    opposite = _opposite_call(p.name, p.atoms, g.paths) if p.atoms else None
+    if opposite is None:
+        return False
+    g.partial.add("loose")
+    if g.words_left == "invent":
+        return g.invent(p)
+    return g.name_as(p, opposite)
+
+
+def _contact(g: _Grounder, p: _Phrase) -> bool:
+    """"the agent must not contact them again": the one call that sends someone a message; a
+    guess, so the invented atom is offered beside it."""
+    contact = _contact_call(p.name, p.calls)
+    if contact is None:
+        return False
+    g.partial.add("loose")
+    return g.words_left != "invent" and g.name_as(p, fm.Atom(contact), shown=contact)
+
+
+def _tool_result_message(g: _Grounder, p: _Phrase) -> bool:
+    """"every shell command must be followed by its result": the tool's message."""
+    return _tool_result(p.name, p.atoms) and g.name_as(p, fm.Atom("role:tool"), shown="role:tool")
+
+
+def _reply_message(g: _Grounder, p: _Phrase) -> bool:
+    """"every user message must be answered": by a message of the assistant."""
+    return bool(_reply(p.name, p.atoms)) and g.name_as(p, fm.Atom("role:assistant"),
+                                                       shown="role:assistant")
+
+
+# When no vocabulary entry matches the phrase's words, these are tried in order.
+_UNMATCHED = (_contact, _tool_result_message, _reply_message, _Grounder.invent)
+
+
+def _best_entry(g: _Grounder, p: _Phrase) -> bool:
+    """The entry matching the phrase's words best, and what its words left over say."""
+    grounded, leftover = ground_phrase(p.name, p.atoms, g.paths) if p.atoms else (None, [])
+    if grounded is None and g.paths:
+        grounded = p.change
+    if grounded is None:
+        return any(way(g, p) for way in _UNMATCHED)
+    kinds, carrier, values = _matched_in_part(g, p, grounded, leftover)
+    if kinds:
+        g.partial.update(kinds)
+        if g.words_left == "invent" and kinds != {"argument"}:
+            return g.invent(p)
+        if ((g.words_left == "keep" and "restricting" in kinds)
+                or (g.words_left == "keep_arguments" and kinds & {"restricting", "argument"})):
+            return _keep_words_left(g, p, grounded, leftover, kinds, carrier, values)
+    return g.name_as(p, grounded)
+
+
+# The ways a phrase is grounded, tried in order: the first that names it wins.
+WAYS = (_in_vocabulary, _quoted_atom, _not_named_elsewhere, _speaker_role, _any_call,
+        _tool_messages, _tied_entries, _number_change, _flipped, _opposite, _best_entry)
+
+
+def _written(name: str) -> dict[str, str]:
+    return {_STEMMED_SYNONYMS.get(_stem(w), _stem(w)): w.lower()
+            for w in re.split(r"[_\s]+", name) if w}
+
+
+def _matched_in_part(g: _Grounder, p: _Phrase, grounded: Formula, leftover: list[str]):
+    """How the phrase is grounded only in part (``guess_kind``'s kinds, and "argument"), the
+    label a call carries that the words left over name, and the words left that may be a
+    value."""
+    calls = p.calls
+    kinds = guess_kind(p.name, next((a.name for a in grounded.subformulas()
+                                     if a.op == "atom"), ""), leftover)
+    used = {a.name for a in grounded.subformulas() if a.op == "atom"}
+    if leftover and any(c not in used for c in ground_ties("_".join(leftover),
+                                                           set(calls) - used)):
+        # "no payout on a denied claim": the words left over name another call of the logs,
+        # so the phrase is not surely the one it matched best
+        kinds = kinds | {"loose"}
+    carrier = _carrier(grounded, leftover, calls)
+    if carrier is not None:
+        # "handoff notes must not include patient names": a label the logs put on what a call
+        # carries, and the words left over name that call; the label may hold only on it
+        kinds = kinds | {"restricting"}
+    written = _written(p.name)
+    # a value names a thing: not a generic verb ("no alcohol can go into the cart"), nor a unit
+    # ("written for 90 days"), nor a preposition ("commands as root"), nor a word of a call
+    # ("starting a deploy freeze" is no value "deploy")
+    call_words = {w for a in calls for w in words_of(a)}
+    values = [w for w in leftover if w not in _NOT_VALUE_STEMS
+              and not _not_a_value(written.get(w, w)) and w not in _STEMMED_GENERIC
+              and written.get(w, w) not in _UNIT_WORDS | _RESTRICTING | _LINKING
+              and w not in call_words]
+    labels = [a for a in p.atoms if not a.startswith(("tool_call:", "role:"))]
+    if (values and grounded.op == "atom" and grounded.name.startswith("tool_call:")
+            and labels and ground_atom("_".join(values), labels)):
+        # "don't store SSNs in the applicant notes": the words left over name a label the logs
+        # record (``contains_ssn``), which may restrict the call
+        kinds = kinds | {"restricting"}
+    texts = [q for q in g.paths if q.startswith("output.args.")
+             and "string" in _path_type(g.paths[q])]
+    if (values and not kinds - {"loose"} and grounded.op == "atom"
+            and grounded.name.startswith("tool_call:") and texts
+            and (not kinds or _value_fields(texts))):
+        # "go north" with the call's arguments in the logs: the word may be one's value (also
+        # when the call is named loosely, "alcohol goes into the cart" -> add_to_cart, if an
+        # argument can hold it)
+        kinds = kinds | {"argument"}
+    return kinds, carrier, values
+
+
+def _keep_words_left(g: _Grounder, p: _Phrase, grounded: Formula, leftover, kinds, carrier,
+                     values) -> bool:
+    """The phrase as its best entry and, beside it, what the words left over name: an
+    argument's value, the label the call carries, a state, or an invented atom."""
+    name, atoms, paths = p.name, p.atoms, g.paths
+    rest = "_".join(w for w in re.split(r"[_\s]+", name)
+                    if w and _STEMMED_SYNONYMS.get(_stem(w), _stem(w)) in leftover)
+    rest = rest or "_".join(leftover)
+    g.mapping.append(Grounding(p.phrase, grounded.text, True))
+    # the qualifier may be a state the logs record ("anything poisonous" -> ``item_poisonous``),
+    # or an argument's value ("go north", "take the lamp")
+    naming = sorted(q for q in paths if q.startswith("output.args.")
+                    and "string" in _path_type(paths[q])
+                    and q.rsplit(".", 1)[-1] in _NAMING_ARGUMENTS)
+    # the value's words as written, one word or several in a row ("take the silver key"),
+    # without those that name no thing ("going west is allowed")
+    spoken = _written_value([w for w in leftover if w in values], name)
+    raw_stems = [_STEMMED_SYNONYMS.get(_stem(w), _stem(w)) for w in re.split(r"[_\s]+", name)
+                 if w]
+    said = words_of(spoken) if spoken is not None else []
+    if len(said) > 1 and raw_stems[-1] != said[-1]:
+        spoken = None   # several words are a value only at the phrase's end
+    entry = set(words_of(next((a.name for a in grounded.subformulas() if a.op == "atom"), "")))
+    last = (len(raw_stems) - 1 - raw_stems[::-1].index(said[-1])
+            if said and said[-1] in raw_stems else len(raw_stems))
+    if any(w in entry for w in raw_stems[last + 1:]):
+        # a word before the call names what it acts on ("camera footage is shared"), not
+        # where it goes
+        naming = [q for q in naming if q.rsplit(".", 1)[-1] not in _PLACE_ARGUMENTS]
+    if "restricting" not in kinds and naming and spoken is not None:
+        wanted = "direction" if spoken in _COMPASS else "object"
+        path = next((q for q in naming if q.endswith("." + wanted)), naming[0])
+        value = fm.Compare(("path", path), "==", ("const", spoken))
+        g.mapping.append(Grounding(spoken, value.text, True))
+        g.changed[name] = fm.And(grounded, value)
+        return True
+    if carrier is not None:
+        g.mapping.append(Grounding(rest.replace("_", " "), carrier, True))
+        g.changed[name] = fm.And(fm.Atom(carrier), grounded)
+        return True
+    states = [a for a in atoms if not a.startswith(("tool_call:", "role:"))]
+    state = ground_atom(rest, states) if states else None
+    if state is not None:
+        g.mapping.append(Grounding(rest.replace("_", " "), state, True))
+        g.changed[name] = fm.And(grounded, fm.Atom(state))
+        return True
+    # or the value of the one argument the logs record as text ("an international flight" ->
+    # ``output.args.route_type == "international"``)
+    strings = [q for q in paths if q.startswith("output.args.")
+               and "string" in _path_type(paths[q])]
+    field_name = strings[0].rsplit(".", 1)[-1] if strings else ""
+    if (len(strings) == 1 and spoken is not None
+            and not set(words_of(spoken)) & set(words_of(field_name))
+            and not re.search(r"(^|_)ids?$", field_name)
+            and ("loose" not in kinds or field_name.split("_")[-1] in _KIND_ARGUMENTS)):
+        # (never the argument's own name, nor an identifier: "appointment reminders" is no
+        # appointment_id "appointment"; beside a call named loosely, only a field that says
+        # what kind of thing it is: "no alcohol goes into the cart" -> category)
+        value = fm.Compare(("path", strings[0]), "==", ("const", spoken))
+        g.mapping.append(Grounding(spoken, value.text, True))
+        g.changed[name] = fm.And(grounded, value)
+        return True
+    g.mapping.append(Grounding(rest.replace("_", " "), rest, False))
+    g.changed[name] = fm.And(grounded, fm.Atom(rest))
+    return True
+
+
 def ground(f: Formula, invented: list[str], vocabulary, words_left: str = "drop",
            quoted: dict | None = None) -> tuple[Formula, list[Grounding], set]:
     """``f`` with its invented atoms and data fields moved onto the vocabulary, the mapping of
@@ -44,260 +358,35 @@ def ground(f: Formula, invented: list[str], vocabulary, words_left: str = "drop"
     ``words_left`` "drop" the leftover words only describe the event, with "keep" they name an
     invented atom beside it, with "invent" the whole phrase stays an invented atom.  ``quoted``
     maps a quoted atom to the words around it ("the account named "admin""): with a string field
-    in the logs it is that field's value on the event the words name."""
+    in the logs it is that field's value on the event the words name.  Each phrase is tried
+    against ``WAYS`` in order."""
     atoms = frozenset(getattr(vocabulary, "atoms", ()) or ())
     paths = dict(getattr(vocabulary, "paths", {}) or {})
-    mapping: list[Grounding] = []
-    renamed: dict[str, str] = {}
-    changed: dict[str, Formula] = {}
-    partial: set[str] = set()
-    every_atom = atoms
     # One step is one event: phrases joined at one step name one event, phrases at different
     # places of the rule (a trigger and its response) name different ones.
     present = {g.name for g in f.subformulas() if g.op == "atom"}
     best_of = ({n: ground_atom(n, atoms) for n in invented if n not in atoms and n in present}
                if atoms else {})
-    same_step = _same_step(f)
+    grounder = _Grounder(atoms, paths, words_left, quoted or {}, best_of, _same_step(f))
     for name in invented:
-        atoms = every_atom
-        phrase = name.replace("_", " ")
-        if name in atoms:
-            mapping.append(Grounding(phrase, name, True))
-            continue
-        context = (quoted or {}).get(name)
-        if context is not None:
-            value = _quoted_value(name, context, atoms, paths)
-            said = _quoted_label(name, atoms) if value is None else None
-            if said is not None:
-                # "between the executive saying 'pause' and saying 'resume'": the quoted word
-                # names the label the logs put on it (``pause_requested``); the label has
-                # more words than were quoted, so the quoted word itself is offered beside it
-                partial.add("loose")
-                if words_left != "invent":
-                    mapping.append(Grounding(f"“{name}”", said, True))
-                    changed[name] = fm.Atom(said)
-                    continue
-            if value is not None:
-                mapping.append(Grounding(f"{context.replace('_', ' ')} “{name}”", value.text,
-                                         True))
-                changed[name] = value
-            else:
-                mapping.append(Grounding(phrase, name, False))
-            continue
-        excluded = _named_elsewhere(name, best_of, same_step.get(name, set()), atoms)
-        if excluded:
-            # the entry this phrase matched is what another phrase of the rule names, at
-            # another place of it ("whenever a file is deleted, the agent must log it": the
-            # logging is not the deletion), or one the phrase fits no better than the event
-            # it is joined with at one step ("claims over $10,000 ... before payout")
-            atoms = atoms - excluded
-            partial.add("loose")
-        calls = sorted(a for a in atoms if a.startswith("tool_call:"))
-        call = ground_atom(name, calls) if calls else None
-        spoken = _speaker(name, atoms) if call is None or _tells_about(name, call) else None
-        if spoken is not None:
-            # "the assistant replies": a message of that role
-            mapping.append(Grounding(phrase, spoken, True))
-            changed[name] = fm.Atom(spoken)
-            continue
-        calls = sorted(a for a in atoms if a.startswith("tool_call:"))
-        if (len(calls) > 1 and not words_of(name)
-                and re.search(r"(^|_)tools?(_|$)", name.lower())):
-            # "no tools get called": any of the calls the logs record
-            grounded = fm.Or(*[fm.Atom(a) for a in calls])
-            mapping.append(Grounding(phrase, grounded.text, True))
-            changed[name] = grounded
-            continue
-        if (not calls and "role:tool" in atoms and not words_of(name)
-                and re.search(r"(^|_)tools?(_|$)", name.lower())):
-            # "the agent must stop calling tools" when the logs record no call by name: the
-            # tools' messages are what a call leaves in them
-            mapping.append(Grounding(phrase, "role:tool", True))
-            changed[name] = fm.Atom("role:tool")
-            continue
-        tied = ground_ties(name, atoms) if atoms else []
-        if len(tied) > 1 and len({words_of(t)[0] for t in tied if words_of(t)}) > 1:
-            # "the user asks for flights": as much a booking as a search, so neither is sure
-            partial.add("loose")
-        if len(tied) > 1 and len({words_of(t)[0] for t in tied if words_of(t)}) == 1:
-            # "no other booking": any of the entries the phrase names equally well, or (the
-            # author picks) the first of them only
-            partial.add("tie")
-            if words_left != "one":
-                grounded = fm.Or(*[fm.Atom(t) for t in tied])
-                mapping.append(Grounding(phrase, grounded.text, True))
-                changed[name] = grounded
-                continue
-        # "the account balance changes": a change of a number the logs record, before any
-        # call that merely shares a word with it (``tool_call:get_balance``)
-        change = ground_change(name, paths) if paths else None
-        if change is not None and change.payload.right[0] == "prev":
-            mapping.append(Grounding(phrase, change.text, True))
-            changed[name] = change
-            continue
-        flipped = _flipped_state(name, atoms) if atoms else None
-        if flipped is not None:
-            # "the door is unlocked": the logs' ``door_locked``, negated
-            mapping.append(Grounding(phrase, flipped.text, True))
-            changed[name] = flipped
-            continue
-        opposite = _opposite_call(name, atoms, paths) if atoms else None
-        if opposite is not None:
-            # "the chest stays shut": no opening of the chest; a guess, so the invented state
-            # is offered beside it
-            mapping.append(Grounding(phrase, opposite.text, True))
-            partial.add("loose")
-            if words_left == "invent":
-                mapping[-1] = Grounding(phrase, name, False)
-                continue
-            changed[name] = opposite
-            continue
-        grounded, leftover = ground_phrase(name, atoms, paths) if atoms else (None, [])
-        if grounded is None and paths:
-            grounded = change
-        if grounded is None and _contact_call(name, calls) is not None:
-            # "the agent must not contact them again": the one call that sends someone a
-            # message; a guess, so the invented atom is offered beside it
-            partial.add("loose")
-            if words_left != "invent":
-                contact = _contact_call(name, calls)
-                mapping.append(Grounding(phrase, contact, True))
-                changed[name] = fm.Atom(contact)
-                continue
-        if grounded is None and _tool_result(name, atoms):
-            # "every shell command must be followed by its result": the tool's message
-            mapping.append(Grounding(phrase, "role:tool", True))
-            changed[name] = fm.Atom("role:tool")
-            continue
-        if grounded is None and _reply(name, atoms):
-            # "every user message must be answered": by a message of the assistant
-            mapping.append(Grounding(phrase, "role:assistant", True))
-            changed[name] = fm.Atom("role:assistant")
-            continue
-        if grounded is None:
-            mapping.append(Grounding(phrase, name, False))
-            continue
-        kinds = guess_kind(name, next((a.name for a in grounded.subformulas()
-                                       if a.op == "atom"), ""), leftover)
-        used = {a.name for a in grounded.subformulas() if a.op == "atom"}
-        if leftover and any(c not in used for c in ground_ties("_".join(leftover),
-                                                                   set(calls) - used)):
-            # "no payout on a denied claim": the words left over name another call of the
-            # logs, so the phrase is not surely the one it matched best
-            kinds = kinds | {"loose"}
-        carrier = _carrier(grounded, leftover, calls)
-        if carrier is not None:
-            # "handoff notes must not include patient names": a label the logs put on what
-            # a call carries, and the words left over name that call; the label may hold
-            # only on it
-            kinds = kinds | {"restricting"}
-        written = {_STEMMED_SYNONYMS.get(_stem(w), _stem(w)): w.lower()
-                   for w in re.split(r"[_\s]+", name) if w}
-        # a value names a thing: not a generic verb ("no alcohol can go into the cart"), nor
-        # a unit ("written for 90 days")
-        # nor a preposition ("commands as root"), nor a word of a call ("starting a deploy
-        # freeze" is no value "deploy")
-        call_words = {w for a in calls for w in words_of(a)}
-        values = [w for w in leftover if w not in _NOT_VALUE_STEMS
-                  and not _not_a_value(written.get(w, w)) and w not in _STEMMED_GENERIC
-                  and written.get(w, w) not in _UNIT_WORDS | _RESTRICTING | _LINKING
-                  and w not in call_words]
-        labels = [a for a in atoms if not a.startswith(("tool_call:", "role:"))]
-        if (values and grounded.op == "atom" and grounded.name.startswith("tool_call:")
-                and labels and ground_atom("_".join(values), labels)):
-            # "don't store SSNs in the applicant notes": the words left over name a label
-            # the logs record (``contains_ssn``), which may restrict the call
-            kinds = kinds | {"restricting"}
-        texts = [p for p in paths if p.startswith("output.args.")
-                 and "string" in _path_type(paths[p])]
-        if (values and not kinds - {"loose"} and grounded.op == "atom"
-                and grounded.name.startswith("tool_call:") and texts
-                and (not kinds or _value_fields(texts))):
-            # "go north" with the call's arguments in the logs: the word may be one's value
-            # (also when the call is named loosely, "alcohol goes into the cart" ->
-            # add_to_cart, if an argument can hold it)
-            kinds = kinds | {"argument"}
-        if kinds:
-            partial.update(kinds)
-            if words_left == "invent" and kinds != {"argument"}:
-                mapping.append(Grounding(phrase, name, False))
-                continue
-            if ((words_left == "keep" and "restricting" in kinds)
-                    or (words_left == "keep_arguments" and kinds & {"restricting", "argument"})):
-                rest = "_".join(w for w in re.split(r"[_\s]+", name)
-                                if w and _STEMMED_SYNONYMS.get(_stem(w), _stem(w)) in leftover)
-                rest = rest or "_".join(leftover)
-                mapping.append(Grounding(phrase, grounded.text, True))
-                # the qualifier may be a state the logs record ("anything poisonous" ->
-                # ``item_poisonous``), or an argument's value ("go north", "take the lamp")
-                naming = sorted(p for p in paths if p.startswith("output.args.")
-                                and "string" in _path_type(paths[p])
-                                and p.rsplit(".", 1)[-1] in _NAMING_ARGUMENTS)
-                # the value's words as written, one word or several in a row ("take the
-                # silver key"), without those that name no thing ("going west is allowed")
-                spoken = _written_value([w for w in leftover if w in values], name)
-                raw_stems = [_STEMMED_SYNONYMS.get(_stem(w), _stem(w))
-                             for w in re.split(r"[_\s]+", name) if w]
-                said = words_of(spoken) if spoken is not None else []
-                if len(said) > 1 and raw_stems[-1] != said[-1]:
-                    spoken = None   # several words are a value only at the phrase's end
-                entry = set(words_of(next((a.name for a in grounded.subformulas()
-                                           if a.op == "atom"), "")))
-                last = (len(raw_stems) - 1 - raw_stems[::-1].index(said[-1])
-                        if said and said[-1] in raw_stems else len(raw_stems))
-                before = any(w in entry for w in raw_stems[last + 1:])
-                if before:
-                    # a word before the call names what it acts on ("camera footage is
-                    # shared"), not where it goes
-                    naming = [p for p in naming if p.rsplit(".", 1)[-1] not in _PLACE_ARGUMENTS]
-                if "restricting" not in kinds and naming and spoken is not None:
-                    wanted = "direction" if spoken in _COMPASS else "object"
-                    path = next((p for p in naming if p.endswith("." + wanted)), naming[0])
-                    value = fm.Compare(("path", path), "==", ("const", spoken))
-                    mapping.append(Grounding(spoken, value.text, True))
-                    changed[name] = fm.And(grounded, value)
-                    continue
-                if carrier is not None:
-                    mapping.append(Grounding(rest.replace("_", " "), carrier, True))
-                    changed[name] = fm.And(fm.Atom(carrier), grounded)
-                    continue
-                states = [a for a in atoms if not a.startswith(("tool_call:", "role:"))]
-                state = ground_atom(rest, states) if states else None
-                if state is not None:
-                    mapping.append(Grounding(rest.replace("_", " "), state, True))
-                    changed[name] = fm.And(grounded, fm.Atom(state))
-                    continue
-                # or the value of the one argument the logs record as text ("an international
-                # flight" -> ``output.args.route_type == "international"``)
-                strings = [p for p in paths if p.startswith("output.args.")
-                           and "string" in _path_type(paths[p])]
-                field = strings[0].rsplit(".", 1)[-1] if strings else ""
-                if (len(strings) == 1 and spoken is not None
-                        and not set(words_of(spoken)) & set(words_of(field))
-                        and not re.search(r"(^|_)ids?$", field)
-                        and ("loose" not in kinds or field.split("_")[-1] in _KIND_ARGUMENTS)):
-                    # (never the argument's own name, nor an identifier: "appointment
-                    # reminders" is no appointment_id "appointment"; beside a call named
-                    # loosely, only a field that says what kind of thing it is: "no alcohol
-                    # goes into the cart" -> category)
-                    value = fm.Compare(("path", strings[0]), "==", ("const", spoken))
-                    mapping.append(Grounding(spoken, value.text, True))
-                    changed[name] = fm.And(grounded, value)
-                    continue
-                mapping.append(Grounding(rest.replace("_", " "), rest, False))
-                changed[name] = fm.And(grounded, fm.Atom(rest))
-                continue
-        mapping.append(Grounding(phrase, grounded.text, True))
-        changed[name] = grounded
-    atoms = every_atom
-    _speakers_apart(changed, mapping, atoms)
+        phrase = _Phrase(name, name.replace("_", " "), atoms)
+        any(way(grounder, phrase) for way in WAYS)
+    _speakers_apart(grounder.changed, grounder.mapping, atoms)
+    return _ground_comparisons(f, grounder, invented), grounder.mapping, grounder.partial
+
+
+def _ground_comparisons(f: Formula, grounder: _Grounder, invented: list[str]) -> Formula:
+    """``f`` with each phrase's atom replaced by what it became, and its data comparisons moved
+    onto the vocabulary's paths (the mapping records them)."""
+    atoms, paths, mapping, changed = (grounder.every_atom, grounder.paths, grounder.mapping,
+                                      grounder.changed)
     path_renamed: dict[str, str] = {}
 
     def visit(g: Formula) -> Formula:
         if g.op == "atom":
             if g.name in changed:
                 return changed[g.name]
-            return fm.Atom(renamed.get(g.name, g.name))
+            return fm.Atom(g.name)
         if g.op == "cmp":
             c = g.payload
             left = c.left
@@ -330,7 +419,7 @@ def ground(f: Formula, invented: list[str], vocabulary, words_left: str = "drop"
                     return compare
             return g
         if g.op == "and" and paths:
-            subjects = _compared_subjects(g, invented, every_atom, paths)
+            subjects = _compared_subjects(g, invented, atoms, paths)
             if subjects:
                 # "the booking was made less than 24 hours ago": the phrase names what the
                 # compared field measures the age of (``booking_age_hours``), not an event
@@ -342,7 +431,7 @@ def ground(f: Formula, invented: list[str], vocabulary, words_left: str = "drop"
             return g
         return fm.rebuild(g, tuple(visit(a) for a in g.args))
 
-    return visit(f), mapping, partial
+    return visit(f)
 
 
 _OPPOSITE_OP = {">": "<=", "<": ">=", ">=": "<", "<=": ">", "==": "!=", "!=": "=="}

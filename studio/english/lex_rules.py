@@ -6,7 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from . import lexicon
-from .lex_context import (_already_follows, _heading_end, _in_opening_trigger, _is_number, _is_value, _match_phrase, _message_phrase, _MESSAGE_VERBS, _once_closes, _participle_follows, _sentence_end)
+from .lex_context import (_already_follows, _heading_end, _in_opening_trigger, _is_number,
+    _is_value, _match_phrase, _message_phrase, _MESSAGE_VERBS, _once_closes, _participle_follows,
+    _sentence_end)
 from .sentences import _COUNT_KINDS, _word_name
 from .tokens import _is_participle, _number, _PUNCT, _Raw, _RELATIVE_VERBS, Token
 

@@ -3,86 +3,22 @@
 from __future__ import annotations
 
 import re
+import tomllib
+from pathlib import Path
 
 
+# The word lists, one entry a line with why it is there (read once, at import).
+_WORDS = tomllib.loads((Path(__file__).with_name("words") / "stems.toml").read_text("utf-8"))
 # Words that say who acts, not what happens.
-_ACTORS = frozenset({"agent", "assistant", "bot", "system", "model", "ai", "chatbot", "player",
-                     "we", "you", "they", "it", "them", "tool", "call", "invoke", "use",
-                     "perform", "make", "execute", "run", "trigger"})
+_ACTORS = frozenset(_WORDS["actors"])
 # Verbs that say little on their own: a match on them alone grounds nothing.
-_GENERIC = frozenset({"get", "do", "make", "set", "go", "have", "be", "take", "give", "put",
-                      "send", "check"})
-_SYNONYMS = {
-    "transfer": "send", "wire": "send", "remit": "send",
-    "fund": "money", "cash": "money",
-    "check": "get", "fetch": "get", "retrieve": "get", "look": "get", "read": "get",
-    "view": "get", "query": "get", "lookup": "get", "obtain": "get", "see": "get",
-    "remove": "delete", "erase": "delete", "wipe": "delete",
-    "mail": "email", "e-mail": "email",
-    "ask": "request", "seek": "request",
-    "inform": "notify", "alert": "notify", "tell": "notify", "contact": "notify",
-    "reimburse": "refund", "access": "get", "pull": "get", "information": "data",
-    "info": "data", "details": "data", "die": "dead", "death": "dead", "dy": "dead",
-    "confirm": "verify", "validate": "verify", "authenticate": "verify",
-    "id": "identity", "administrator": "admin", "adm": "admin",
-    "reply": "respond", "answer": "respond", "response": "respond",
-    "purchase": "buy",
-    "pick": "take", "grab": "take", "collect": "take", "acquire": "take",
-    "modify": "update", "change": "update", "edit": "update",
-    "create": "open", "submit": "submit",
-    "shut": "close", "end": "close", "lift": "close", "finish": "complete",
-    "escalate": "escalate", "handoff": "escalate",
-    "cook": "heat", "warm": "heat",
-    "stock": "inventory",
-    "chart": "record", "file": "record", "dossier": "record",
-    "coupon": "coupon", "voucher": "coupon", "discount": "coupon",
-    "notification": "notify", "warn": "warning",
-    "dashboard": "metric", "monitor": "metric",
-    "terminate": "terminate", "fire": "terminate", "dismiss": "terminate",
-    "greet": "greeting", "hello": "greeting", "welcome": "greeting",
-    "handover": "handoff", "transfer_to": "handoff",
-    "prescription": "prescribe", "denial": "deny",
-    "trade": "order",
-    "commit": "commit",
-    "payout": "pay", "disburse": "pay", "disbursement": "pay",
-    # a noun and its verb, spelled apart
-    "signature": "sign", "countersignature": "countersign", "complaint": "complain",
-    "cancellation": "cancel", "confirmation": "verify",
-    "provide": "give", "supply": "give", "promotional": "promo", "promotion": "promo",
-    "command": "shell",     # what an agent runs is a shell command (``run_shell``)
-    "speak": "say", "talk": "say",
-    "revert": "restore", "reversion": "restore",
-    # abbreviations the logs' names use for a word the English spells out
-    "acknowledge": "ack", "acknowledgement": "ack", "acknowledgment": "ack",
-    "authorization": "auth", "authorisation": "auth", "authorize": "auth",
-    "authorise": "auth", "configuration": "config", "database": "db",
-    "environment": "env", "percent": "pct", "percentage": "pct",
-    "quantity": "qty", "production": "prod", "repository": "repo", "application": "app",
-    "temperature": "temp", "number": "num", "document": "doc", "documents": "doc",
-    "identifier": "id", "password": "pwd", "reservation": "booking",
-}
-# Units a field's name may end with ("co2_ppm", "battery_pct", "temp_c"): the English says the
-# unit after the value, if at all.
-_UNIT_WORDS = frozenset({"ppm", "pct", "percent", "c", "f", "usd", "eur", "gbp", "mg", "kg",
-                         "g", "ml", "ms", "sec", "secs", "seconds", "min", "mins", "minutes",
-                         "hours", "hrs", "days", "km", "miles", "cents", "dollars", "euros",
-                         "kph", "mph", "kmh", "kw", "kwh", "mw", "mwh", "bps"})
-
-
-# Irregular forms of verbs the logs name by their base ("going east" is ``tool_call:go``, "the
-# email was sent" ``tool_call:send_email``, "the key is taken" ``tool_call:take``).
-_IRREGULAR = {"going": "go", "goes": "go", "went": "go", "gone": "go", "sent": "send",
-              "taken": "take", "took": "take", "eaten": "eat", "ate": "eat", "paid": "pay",
-              "written": "write", "wrote": "write", "given": "give", "gave": "give",
-              "shown": "show", "chosen": "choose", "chose": "choose", "sold": "sell",
-              "bought": "buy", "doing": "do", "done": "do", "did": "do", "made": "make",
-              "kept": "keep", "held": "hold", "spent": "spend", "withdrawn": "withdraw",
-              "withdrew": "withdraw", "thrown": "throw", "threw": "throw", "driven": "drive",
-              "drove": "drive", "begun": "begin", "began": "begin", "broken": "break",
-              "broke": "break", "forgotten": "forget", "hidden": "hide", "frozen": "freeze",
-              "froze": "freeze", "stolen": "steal", "spoken": "speak", "told": "tell",
-              # too short for the suffix rules
-              "died": "die", "dies": "die", "dying": "die"}
+_GENERIC = frozenset(_WORDS["generic"])
+# Words a policy writer uses for the logs' word (in the file's order: a later one wins).
+_SYNONYMS: dict[str, str] = _WORDS["synonyms"]
+# Units a field's name may end with ("co2_ppm", "battery_pct", "temp_c").
+_UNIT_WORDS = frozenset(_WORDS["units"])
+# Irregular forms of verbs the logs name by their base ("sent" -> "send").
+_IRREGULAR: dict[str, str] = _WORDS["irregular"]
 
 
 def _stem(word: str) -> str:

@@ -1,4 +1,5 @@
-"""Parsing: the lark grammar over the tokens, and the small syntax tree of clauses its callbacks build."""
+"""Parsing: the lark grammar over the tokens, and the small syntax tree of clauses its callbacks
+build."""
 
 from __future__ import annotations
 
