@@ -2,13 +2,16 @@
 
 Three stages:
 
-1. **Lexing** (``lex``): the text is cut into words, numbers, quoted atoms and punctuation; the
-   keyword phrases of ``lexicon.py`` become one token each ("at some point" -> EVENTUALLY),
-   filler words are dropped ("the", "you", "is"), and every other word is a content word.
-2. **Parsing** (``grammar.lark``, Earley): keywords give the sentence its shape, runs of content
-   words fill the gaps as phrases.  The tree becomes a small syntax tree of clauses.
-3. **Reading** (``_Reader``): each construction becomes a formula, mostly through the pattern
-   builders of ``studio.logic.patterns`` and Dwyer et al.'s scoped patterns (adapted to LTLf).
+1. **Lexing** (``lexing.lex``, its rules in ``lex_rules``): the text is cut into words,
+   numbers, quoted atoms and punctuation; the keyword phrases of ``lexicon.py`` become one
+   token each ("at some point" -> EVENTUALLY), filler words are dropped ("the", "you", "is"),
+   and every other word is a content word; ``sentences`` rewrites whole sentences.
+2. **Parsing** (``grammar.lark``, Earley; ``syntax``): keywords give the sentence its shape, runs
+   of content words fill the gaps as phrases.  The tree becomes a small syntax tree of clauses.
+3. **Reading** (``reader._Reader`` over ``clauses`` and ``shapes``): each construction becomes a
+   formula, mostly through the pattern builders of ``studio.logic.patterns`` and Dwyer et al.'s
+   scoped patterns (adapted to LTLf).  ``readings`` offers the other readings and grounds them
+   (``grounding``); ``search`` names the words that keep a sentence from being read.
 
 A phrase names an atom: its content words joined by ``_`` ("take the knife" -> ``take_knife``);
 a quoted "atom" is used verbatim; "the amount exceeds 10000" is the data atom
