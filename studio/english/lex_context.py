@@ -4,22 +4,19 @@ a message phrase, whether a sentence goes on with a participle or a value."""
 from __future__ import annotations
 
 import re
+import tomllib
+from pathlib import Path
 
 from . import lexicon
 from .tokens import _Raw, _RELATIVE_VERBS, Token
 
 
+# The word lists, one entry a line with why it is there (read once, at import).
+_WORDS = tomllib.loads((Path(__file__).with_name("words") / "headings.toml").read_text("utf-8"))
 # Words that make a rule's label ("On-call note:", "Hazard H-2:", "Runbook step 4:").
-_HEADING_WORDS = frozenset({"note", "notes", "reminder", "hazard", "rule", "requirement", "step",
-                            "policy", "runbook", "guideline", "memo", "ticket", "section",
-                            "fyi", "important", "design", "control", "clause", "article",
-                            "spec", "story", "finding", "observation", "criterion",
-                            "criteria", "acceptance", "expected", "qa", "check", "test"})
-_SOURCE_WORDS = ("per", "according")
-_GREETINGS = frozenset({"hey team", "hey", "folks", "team", "hi team", "hi all", "all",
-                        "everyone", "heads up", "reminder", "quick reminder", "friendly reminder",
-                        "fyi", "note", "please note", "important", "guys", "hey folks",
-                        "hello team", "ok", "okay", "so"})
+_HEADING_WORDS = frozenset(_WORDS["heading_words"])
+_SOURCE_WORDS = tuple(_WORDS["source_words"])
+_GREETINGS = frozenset(_WORDS["greetings"])
 # An identifier: "PAY-412", "H-2", "SUP-203", "R12".
 _IDENTIFIER = re.compile(r"^[A-Za-z]{1,6}-?\d+(?:\.\d+)*$")
 
@@ -136,14 +133,11 @@ def _counted_noun(raw: _Raw | None) -> bool:
             and raw.key not in lexicon.UNITS and raw.key not in lexicon.PHRASES)
 
 
-_MESSAGE_OWNERS = frozenset({"agent's", "assistant's", "bot's", "agent’s", "assistant’s",
-                             "bot’s", "its", "their", "your", "the", "our"})
-_MESSAGE_NOUNS = frozenset({"message", "reply", "response", "answer", "turn"})
-_MESSAGE_VERBS = frozenset({"include", "includes", "mention", "mentions", "contain", "contains",
-                            "carry", "carries", "have", "has", "state", "states", "tell",
-                            "tells", "disclose", "discloses", "say", "says", "be", "give",
-                            "gives", "offer", "offers", "repeat", "repeats"})
-_SPEAKER_WORDS = frozenset({"assistant", "agent", "bot", "it", "chatbot"})
+# "the agent's next message must include an apology": its owner, noun and verb
+_MESSAGE_OWNERS = frozenset(_WORDS["message_owners"])
+_MESSAGE_NOUNS = frozenset(_WORDS["message_nouns"])
+_MESSAGE_VERBS = frozenset(_WORDS["message_verbs"])
+_SPEAKER_WORDS = frozenset(_WORDS["speaker_words"])
 
 
 def _message_phrase(raws: list[_Raw], i: int) -> tuple[int, str] | None:
