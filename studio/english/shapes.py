@@ -14,9 +14,6 @@ from .syntax import _numbered, Clause, Connective, Leaf, MAX_COUNT, Mod, Simple
 from .tokens import _is_participle, NotUnderstood, Token
 
 
-# ---------------------------------------------------------------------------------------------
-# Reading the tree as formulas
-
 @dataclass
 class _Rule:
     """A rule's formula and, for Dwyer's patterns, what scopes need to rewrite it."""

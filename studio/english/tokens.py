@@ -8,9 +8,6 @@ from dataclasses import dataclass
 from . import lexicon
 
 
-# ---------------------------------------------------------------------------------------------
-# Lexing
-
 @dataclass
 class Token:
     """One lexical unit: a keyword phrase, a content word, a number, a quoted atom, ..."""
