@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+import tomllib
 from dataclasses import dataclass
+from pathlib import Path
 
 from .stems import _OTHER_SIDE, _stem, _STEMMED_GENERIC, _STEMMED_SYNONYMS, _SYNONYMS, words_of
 
@@ -38,38 +40,24 @@ def _score(phrase: list[str], entry: list[str], specific: frozenset = frozenset(
     return (coverage, precision, in_order)
 
 
+# The word lists, one entry a line with why it is there (read once, at import).
+_WORDS = tomllib.loads((Path(__file__).with_name("words") / "speakers.toml").read_text("utf-8"))
 # Words a message phrase may carry beside its role ("a user message", "the assistant replies").
-_ROLE_WORDS = frozenset(_stem(w) for w in ("message", "messages", "turn", "speak", "speaks",
-                                            "say", "says", "write", "writes", "respond", "reply",
-                                            "replies", "answer"))
-
-
-_SPEAKERS = {"assistant": "role:assistant", "agent": "role:assistant", "bot": "role:assistant",
-             "chatbot": "role:assistant", "ai": "role:assistant", "model": "role:assistant",
-             "user": "role:user", "customer": "role:user", "client": "role:user",
-             "caller": "role:user"}
-_SPEAKING = frozenset({"message", "messages", "reply", "replies", "respond", "responds",
-                       "response", "answer", "answers", "say", "says", "said", "write", "writes",
-                       "speak", "speaks", "talk", "talks", "turn", "in", "back", "to", "again",
-                       "something", "anything", "user", "customer", "them", "acknowledge",
-                       "acknowledges", "acknowledged", "replied", "answered", "responded",
-                       "tell", "tells", "told", "inform", "informs", "informed", "report",
-                       "reports", "reported", "by", "about", "it", "get", "gets"})
+_ROLE_WORDS = frozenset(_stem(w) for w in _WORDS["role_words"])
+# Which role a speaker word names.
+_SPEAKERS: dict[str, str] = _WORDS["speakers"]
+# Words a phrase naming only who speaks may have beside the speaker.
+_SPEAKING = frozenset(_WORDS["speaking"])
 # Verbs of a message: "the assistant tells the customer about it" is an assistant message,
 # whatever it is about (when the logs have no label for what is said).
-_TELLING = frozenset({"tell", "tells", "told", "inform", "informs", "informed", "reply",
-                      "replies", "replied", "respond", "responds", "responded", "answer",
-                      "answers", "answered", "acknowledge", "acknowledges", "acknowledged",
-                      "report", "reports", "say", "says", "write", "writes"})
+_TELLING = frozenset(_WORDS["telling"])
 # What the other side says, by its own words ("an applicant question", "a passenger
 # message"), not what it is told ("the shopper is told").
-_QUESTIONS = frozenset({"question", "questions", "query", "queries", "asks", "message",
-                        "messages", "says", "writes", "reply", "replies", "turn"})
-_PEOPLE = frozenset({"applicant", "applicants", "passenger", "passengers", "guest", "guests",
-                     "buyer", "buyers", "tenant", "tenants", "learner", "learners", "parent",
-                     "parents", "shoppers", "members", "travellers", "travelers"})
-_FILLERS = frozenset({"in", "back", "to", "again", "them", "user", "customer", "by", "about",
-                      "it", "get", "gets", "a", "an", "the"})
+_QUESTIONS = frozenset(_WORDS["questions"])
+# People on the other side a domain names instead of "user".
+_PEOPLE = frozenset(_WORDS["people"])
+# Words that say nothing of a message beyond who speaks.
+_FILLERS = frozenset(_WORDS["fillers"])
 
 
 def _speaker(name: str, atoms) -> str | None:
