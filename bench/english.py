@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from studio.logic import formula as fm
-from studio.logic.english import formalise
+from studio.english import formalise
 from studio.logic.parser import parse
 from studio.logic.review import ReviewLimitError, distinguishing_trace
 
@@ -195,7 +195,7 @@ def main(argv=None) -> int:
     rows = load(args.set)
     engine = None
     if args.engine == "llm":
-        from studio.logic.english.llm import LLMFormaliser
+        from studio.english.llm import LLMFormaliser
 
         def engine(vocabulary):
             # the workspace's atoms are named in the prompt, as the rules page does

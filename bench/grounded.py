@@ -38,7 +38,7 @@ from studio.grounding.candidates import ground_by_evidence
 from studio.grounding.flags import reading_flags
 from studio.grounding.sketch import sketched, with_sketch
 from studio.logic import vocabulary as vocab
-from studio.logic.english import formalise
+from studio.english import formalise
 from studio.labeling import Labeling
 
 HERE = Path(__file__).with_name("grounded")
@@ -93,7 +93,7 @@ def _reader(engine: str, vocabulary):
     """The offline grammar, or the LLM formaliser on the endpoint the ``LLM_*`` variables name
     (shown the log's vocabulary with its evidence; its answers merged over samples)."""
     if engine == "llm":
-        from studio.logic.english.llm import LLMFormaliser
+        from studio.english.llm import LLMFormaliser
 
         return LLMFormaliser(atoms=vocabulary.atoms, vocabulary=vocabulary)
     return _Offline(vocabulary)

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from studio.logic import formula as fm
-from studio.logic.english.grounding import stem, words_of
+from studio.english.stems import stem, words_of
 from studio.logic.formula import Formula
 from studio.logic.parser import FormulaSyntaxError, parse
 from studio.logic.vocabulary import MAX_EXAMPLES

@@ -15,8 +15,9 @@ import re
 from dataclasses import dataclass
 
 from studio.logic import formula as fm
-from studio.logic.english.base import Formalisation, Reading
-from studio.logic.english.grounding import Grounding, words_of
+from studio.english.base import Formalisation, Reading
+from studio.english.ground_atoms import Grounding
+from studio.english.stems import words_of
 from studio.logic.formula import Formula
 from studio.logic.wording import explain
 

@@ -1,7 +1,7 @@
 """Writing and reviewing rules: English to LTL with either engine, and the review aids of a
 formula (plain English read back, example traces, warnings, equivalence with another version).
 
-Thin over the pure core (``studio.logic.english``, ``studio.logic.review``,
+Thin over the pure core (``studio.english``, ``studio.logic.review``,
 ``studio.logic.wording``); what the pages and the API show is the dictionary these functions
 return.
 """
@@ -16,9 +16,9 @@ from studio.grounding.candidates import ground_by_evidence
 from studio.grounding.flags import reading_flags
 from studio.grounding.sketch import sketched, with_sketch
 from studio.logic import data_review, review, wording
-from studio.logic.english import Formalisation
-from studio.logic.english import formalise as offline_formalise
-from studio.logic.english.base import Reading
+from studio.english import Formalisation
+from studio.english import formalise as offline_formalise
+from studio.english.base import Reading
 from studio.logic.finite import holds
 from studio.logic.formula import Formula
 from studio.logic.parser import FormulaSyntaxError, parse
@@ -65,7 +65,7 @@ def formalise(english: str, engine: str = "offline", atoms: tuple[str, ...] = ()
         result = with_sketch(offline_formalise(english, vocabulary=vocabulary), english,
                              vocabulary)
         return _formalisation(result, vocabulary, choices, sample)
-    from studio.logic.english.llm import LLMFormaliser
+    from studio.english.llm import LLMFormaliser
 
     model = LLMFormaliser(client, atoms=atoms, vocabulary=vocabulary).formalise(english)
     offline = with_sketch(offline_formalise(english, vocabulary=vocabulary), english, vocabulary)
@@ -101,7 +101,7 @@ def _both_engines(model: Formalisation, offline: Formalisation) -> tuple[Formali
     """The model's readings, then the offline grammar's that none of them means (each
     ``why`` naming its engine), as one ``Formalisation``; and a sentence when the engines'
     first readings differ."""
-    from studio.logic.english.llm import same_reading
+    from studio.english.llm import same_reading
 
     mine = _readings_of(model)
     theirs = _readings_of(offline)

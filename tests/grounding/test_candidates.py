@@ -5,7 +5,7 @@ import subprocess
 import sys
 
 from studio.grounding.candidates import NEW_ATOM_WARNING, ground_by_evidence
-from studio.logic.english import formalise
+from studio.english import formalise
 from studio.logic.parser import parse
 from studio.logic.vocabulary import Vocabulary
 

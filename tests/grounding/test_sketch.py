@@ -2,7 +2,7 @@
 workspace's own events, limits and values, and never sure.  No database."""
 
 from studio.grounding.sketch import SKETCHED, sketch, sketched, with_sketch
-from studio.logic.english.base import Formalisation
+from studio.english.base import Formalisation
 from studio.logic.parser import parse
 from studio.logic.review import distinguishing_trace
 from studio.logic.vocabulary import Vocabulary

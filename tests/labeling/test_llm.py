@@ -14,8 +14,8 @@ from studio.labeling import LabelerConfigError, Labeling, make_labeler
 from studio.labeling.llm import (ChatClient, LLMConfig, LLMError, LLMNotConfigured, MemoryStore,
                                  config_from_env)
 from studio.labeling.llm_labeler import LLMLabeler, read_answers
-from studio.logic.english.base import Formaliser
-from studio.logic.english.llm import LLMFormaliser
+from studio.english.base import Formaliser
+from studio.english.llm import LLMFormaliser
 from tests.labeling.chat_server import ChatServer, Reply, keyword_labeler
 
 HELLO = [{"role": "user", "content": "hello"}]
@@ -374,7 +374,7 @@ def test_known_answers_need_no_endpoint(server, monkeypatch):
 def test_the_llm_modules_import_no_django():
     from tests.logic.test_purity import _import_in_fresh_interpreter
 
-    modules = ["studio.labeling.llm", "studio.labeling.llm_labeler", "studio.logic.english.llm"]
+    modules = ["studio.labeling.llm", "studio.labeling.llm_labeler", "studio.english.llm"]
     report = _import_in_fresh_interpreter(*modules)
     assert report["imported"] == modules and report["django"] == []
 
@@ -382,7 +382,7 @@ def test_the_llm_modules_import_no_django():
 def test_the_english_bench_scores_the_llm_formaliser(server, monkeypatch, tmp_path, capsys):
     # the accuracy measure runs the LLM engine on the endpoint the environment names
     from bench import english as bench_english
-    from studio.logic.english import llm as llm_module
+    from studio.english import llm as llm_module
 
     rows = [{"id": "a", "english": "Never refund.", "expected": "G !tool_call:refund",
              "vocabulary": {"atoms": ["tool_call:refund"]}},

@@ -9,8 +9,8 @@ import threading
 import pytest
 
 from studio.labeling.llm import ChatClient, Completion, LLMConfig, MemoryStore
-from studio.logic.english.grounding import Grounding
-from studio.logic.english.llm import (SAMPLE_TEMPERATURE, LLMFormaliser, merge, phrases_of,
+from studio.english.ground_atoms import Grounding
+from studio.english.llm import (SAMPLE_TEMPERATURE, LLMFormaliser, merge, phrases_of,
                                       same_reading, vocabulary_prompt)
 from studio.logic.parser import parse
 from studio.logic.vocabulary import Vocabulary

@@ -117,7 +117,7 @@ TABLE: list[Row] = [
     Row("p must not happen twice in a row", "G (p -> WX !p)", "pattern"),
     # --- scopes (Dwyer et al.), read as people mean them (issue 14): "before R" and "between Q
     # and R" up to R whether or not R comes, "after Q" after every Q.  Dwyer's readings are offered as the second
-    # reading (tests/logic/test_english.py checks them against their interval definition).
+    # reading (tests/english/test_formaliser.py checks them against their interval definition).
     Row("Before r, p never happens.", "!p W r", "pattern"),
     Row("After q, p never happens.", "G (q -> G !p)", "pattern"),
     Row("p must never happen after q", "G (q -> G !p)", "pattern"),

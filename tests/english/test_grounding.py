@@ -1,4 +1,4 @@
-"""Grounding English phrases onto a workspace's vocabulary (``studio.logic.english.grounding``).
+"""Grounding English phrases onto a workspace's vocabulary (``studio.english.grounding``).
 
 Each test formalises a rule with a small vocabulary and checks the readings by meaning
 (``distinguishing_trace``), never by text: the intended formula must be one of the readings, and
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from studio.logic.english import formalise
+from studio.english import formalise
 from studio.logic.parser import parse
 from studio.logic.review import distinguishing_trace
 
@@ -75,7 +75,7 @@ def test_a_call_named_by_its_object_is_the_plain_one():
 
 def test_a_label_and_a_call_that_tie_are_not_settled_by_the_generic_verb():
     # "read" is a generic verb (get): it must not make the call win over the label
-    from studio.logic.english.grounding import ground_ties
+    from studio.english.ground_atoms import ground_ties
     tied = ground_ties("secrets_shown", {"contains_secret", "tool_call:read_secret"})
     assert "contains_secret" in tied
 
@@ -102,7 +102,7 @@ def test_a_value_of_several_words():
 
 
 def test_several_words_are_no_value_when_more_follows():
-    from studio.logic.english.grounding import ground_phrase
+    from studio.english.ground_phrases import ground_phrase
     grounded, _ = ground_phrase("opening_level_means_unlocking",
                                 {"tool_call:open", "tool_call:unlock"},
                                 {"output.args.object": {"string"}})
@@ -251,7 +251,7 @@ def test_a_change_measured_against_the_previous_step():
     cars = vocab({"tool_call:set_speed", "in_school_zone"}, {"data.speed_kph": "number"})
     assert has_reading("The speed must never increase from the previous step.", cars,
                        "G !(data.speed_kph > prev(data.speed_kph))")
-    from studio.logic.english.grounding import ground_change
+    from studio.english.ground_phrases import ground_change
     went_up = ground_change("cart_total_goes_up_compared_with_previous_step",
                             {"data.cart_total": {"number"}})
     assert went_up is not None and same(went_up, "data.cart_total > prev(data.cart_total)")
@@ -277,13 +277,13 @@ def test_a_message_from_the_other_side_is_a_user_message():
 
 
 def test_a_noun_of_a_verb_names_its_call():
-    from studio.logic.english.grounding import ground_atom
+    from studio.english.ground_atoms import ground_atom
     claims = {"tool_call:approve_claim", "tool_call:deny_claim", "tool_call:get_claim"}
     assert ground_atom("claim_denial", claims) == "tool_call:deny_claim"
 
 
 def test_a_generic_verb_is_no_value():
-    from studio.logic.english.grounding import ground_phrase
+    from studio.english.ground_phrases import ground_phrase
     grounded, _ = ground_phrase("marketing_emails_go_to", {"tool_call:send_marketing_email"},
                                 {"output.args.recipient": {"string"}})
     assert '"go"' not in grounded.text

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from ..formula import Formula
+from studio.logic.formula import Formula
 
 
 @dataclass(frozen=True)

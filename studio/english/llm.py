@@ -30,11 +30,11 @@ from dataclasses import dataclass
 
 from studio.labeling.llm import ChatClient, LLMError, shared_client
 
-from .. import review, wording
-from ..formula import PAST_OPS, Formula
-from ..parser import FormulaSyntaxError, parse
+from studio.logic import review, wording
+from studio.logic.formula import PAST_OPS, Formula
+from studio.logic.parser import FormulaSyntaxError, parse
 from .base import Formalisation, Reading
-from .grounding import Grounding
+from .ground_atoms import Grounding
 
 ENGINE = "llm"
 DEFAULT_ATTEMPTS = 3
@@ -356,7 +356,7 @@ class _Answer:
 
 
 class LLMFormaliser:
-    """A ``Formaliser`` (``studio.logic.english.base``) asking a chat model.
+    """A ``Formaliser`` (``studio.english.base``) asking a chat model.
 
     ``samples`` answers are drawn (at ``temperature``, default ``SAMPLE_TEMPERATURE``; one
     answer is drawn at 0) and merged by meaning; ``vocabulary`` (the workspace's, with its
