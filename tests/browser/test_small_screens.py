@@ -26,6 +26,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 from studio.audits.models import AuditRun, ViolationRecord
+from studio.audits.services import start_audit
 from studio.rules import services as rule_services
 from studio.rules.models import Labeler, Rule, RuleSet
 from studio.traces.models import TraceSession, Upload
@@ -116,6 +117,14 @@ for (const cell of document.querySelectorAll('.timeline td')) {
 return narrowest;
 """
 
+# Rule names in the session page's verdict lanes whose text runs past their cell, over the
+# step cells beside it (the kept first column is narrow on a phone: its text must wrap).
+LANES_OVERLAPPING = """
+return [...document.querySelectorAll('.lanes th.lane-rule')]
+  .filter(cell => cell.scrollWidth > cell.clientWidth + 1)
+  .map(cell => cell.innerText.split('\\n')[0]);
+"""
+
 
 def _routes(resolver=None):
     """(name, route) for every named route of the URL conf, "namespace:name" inside one."""
@@ -135,7 +144,6 @@ class Demo:
     def __init__(self):
         self.textworld = AuditRun.objects.get(upload__filename="textworld.jsonl")
         self.hijacked = AuditRun.objects.get(upload__filename="agentdojo_hijacked.jsonl")
-        self.clean = AuditRun.objects.get(upload__filename="agentdojo_groundtruth.jsonl")
         # A session with a violation whose steps carry tool calls and their JSON outputs: the
         # widest timeline and a witness to open.
         self.violation = (ViolationRecord.objects.filter(result__run=self.hijacked)
@@ -150,6 +158,7 @@ class Demo:
         draft = rule_services.new_version(rule, ann)
         self.in_review = rule_services.submit_for_review(draft, ann, "walked by the phone test")
         self.rule = rule
+        self.changed = self._audit_with_a_changed_rule(workspace, ann, rule)
         create_token(workspace, "phone test", [Role.AUDITOR], ann)
         create_webhook_secret(workspace, by=ann)
         self.arguments = {
@@ -164,9 +173,19 @@ class Demo:
             "session": {"query": {"run": self.hijacked.id}},
             "session_msc": {"arguments": {"session_id": self.merge.id},
                             "query": {"event": 9}},
-            "audit_compare": {"query": {"before": self.clean.id, "after": self.hijacked.id}},
+            "audit_compare": {"query": {"before": self.hijacked.id, "after": self.changed.id}},
             "version_impact": {"query": {"v": self.in_review.number}},
         }
+
+    def _audit_with_a_changed_rule(self, workspace, ann, kept: Rule) -> AuditRun:
+        """A second audit of the hijacked log after another rule got a stricter version: the
+        run comparison then has sessions whose verdicts changed (its widest table)."""
+        rob = get_user_model().objects.get(username="rob")
+        stricter = next(rule for rule in self.hijacked.rule_set.rules.order_by("id")
+                        if rule != kept)
+        version = rule_services.new_version(stricter, ann, 'G !(output.tool == "send_money")')
+        rule_services.approve(rule_services.submit_for_review(version, ann, "phone test"), rob)
+        return start_audit(workspace, self.hijacked.rule_set, self.hijacked.upload, by=ann)
 
     def path(self, name: str, route: URLPattern) -> str:
         special = self.special.get(name, {})
@@ -289,6 +308,11 @@ def _walk(browser, base: str, demo: Demo, width: int, overflowing: list[str],
                 "return [...document.querySelectorAll('.timeline pre.json')]"
                 ".map(pre => pre.innerText)")
             assert indented and all('\n  "' in text for text in indented), indented
+        if name in ("session", "session witness"):
+            overlapping = browser.execute_script(LANES_OVERLAPPING)
+            if overlapping:
+                overflowing.append(f"{name} at {width} px: lanes {overlapping} run over "
+                                   "their steps")
     if names is None:
         sign_in(browser, base, "ann", "demo-password")
         browser.set_window_size(width, 900)
