@@ -5,11 +5,13 @@ character a line.
 
 The pages are taken from the URL conf, so a new page is walked without being listed here: every
 named route is visited with its arguments filled from the demo workspace, unless SKIPPED says
-why not.  A few pages are also visited in a state a person reaches by acting on them (STATES).
+why not.  A few pages are also visited in a state a person reaches by acting on them (a
+violation's witness, a version in review as its reviewer sees it, an English rule read, the
+new-rule form after "Use reading").
 
 With ``STUDIO_PAGE_SHOTS=DIR`` every page walked is saved there at both widths (to compare a
-change's look before and after).  With ``STUDIO_SCREENSHOTS=1`` the session page, the sessions list and the live page are saved at
-both widths (docs/screenshots/*-390.png and *-1280.png)."""
+change's look before and after).  With ``STUDIO_SCREENSHOTS=1`` the session page, the sessions
+list and the live page are saved at both widths (docs/screenshots/*-390.png and *-1280.png)."""
 
 from __future__ import annotations
 
@@ -203,8 +205,12 @@ def _visits(demo: Demo) -> list[tuple[str, str, str]]:
     """(name, path, user) of every page to walk: each route of the URL conf not skipped, then
     the states a person reaches by acting on a page."""
     visits = []
-    for name, route in _routes():
-        if name in SKIPPED or name.partition(":")[0] in SKIPPED_NAMESPACES and ":" in name:
+    routes = dict(_routes())
+    stale = set(SKIPPED) - set(routes)
+    assert not stale, f"SKIPPED names routes that no longer exist: {sorted(stale)}"
+    for name, route in routes.items():
+        namespace = name.split(":")[0] if ":" in name else None
+        if name in SKIPPED or namespace in SKIPPED_NAMESPACES:
             continue
         visits.append((name, demo.path(name, route), "ann"))
     session = reverse("session", args=["demo", demo.session.id])
