@@ -32,6 +32,7 @@ from studio.audits.services import start_audit
 from studio.rules import services as rule_services
 from studio.rules.models import Labeler, Rule, RuleSet
 from studio.traces.models import TraceSession, Upload
+from studio.workspaces.invitations import invite
 from studio.workspaces.models import Role
 from studio.workspaces.services import create_token, create_webhook_secret
 
@@ -60,11 +61,14 @@ SKIPPED = {
     "token_revoke": "POST only: revokes a token",
     "webhook_secret_revoke": "POST only: revokes a webhook secret",
     "llm_settings_remove": "POST only: forgets the LLM endpoint",
+    "invitation_create": "POST only: invites a person (the members page shows the form)",
+    "invitation_revoke": "POST only: revokes an invitation",
     # Downloads.
     "upload_errors": "a CSV download",
     "audit_csv": "a CSV download",
     "audit_violations_csv": "a CSV download",
     "audit_json": "a JSON download",
+    "workspace_log_csv": "a CSV download of the audit log",
     # htmx fragments of pages walked here (they have no page around them).
     "upload_progress": "an htmx fragment of the upload page",
     "audit_progress": "an htmx fragment of the upload and report pages",
@@ -153,6 +157,8 @@ class Demo:
         self.session = self.violation.result.session
         self.merge = TraceSession.objects.get(external_id="msc-merge-demo")
         ann = get_user_model().objects.get(username="ann")
+        ann.is_staff = True  # staff pages too (a new workspace)
+        ann.save(update_fields=["is_staff"])
         workspace = self.session.workspace
         # The rule with the longest formula: the rule pages' widest content.
         rule = max(Rule.objects.filter(workspace=workspace).order_by("id"),
@@ -162,14 +168,16 @@ class Demo:
         self.rule = rule
         self.changed = self._audit_with_a_changed_rule(workspace, ann, rule)
         create_token(workspace, "phone test", [Role.AUDITOR], ann)
-        create_webhook_secret(workspace, by=ann)
+        create_webhook_secret(workspace, "demo agent", by=ann)
+        # A pending invitation: the members page lists it, and its link's page is walked.
+        _, invitation_token = invite(workspace, "new.person@example.com", [Role.AUTHOR], ann)
         self.arguments = {
             "slug": "demo", "rule_id": rule.id, "session_id": self.session.id,
             "labeler_id": Labeler.objects.filter(workspace=workspace).order_by("id").first().id,
             "rule_set_id": RuleSet.objects.filter(workspace=workspace).order_by("id").first().id,
             "upload_id": Upload.objects.get(workspace=workspace,
                                             filename="agentdojo_hijacked.jsonl").id,
-            "audit_id": self.textworld.id, "username": "rob"}
+            "audit_id": self.textworld.id, "username": "rob", "token": invitation_token}
         # Routes that need other arguments than the common ones, or a query to show anything.
         self.special = {
             "session": {"query": {"run": self.hijacked.id}},
