@@ -252,6 +252,11 @@ def _erase(workspace: Workspace, kind: str, ident: int, name: str, events: Query
     removed_count = emptied.count()
 
     db = Event.objects.db
+    # The participants' parts first (the audits' results, then the evidence's copies), while the
+    # erased events and sessions are still there to be read.
+    removed = {}
+    for participant in _participants:
+        removed.update(participant.erase(scope))
     # The sessions that keep events: their step count drops by the events erased, and a live
     # one's saved monitors (built over them) are dropped, to be rebuilt from what is left.
     erased_here = (events.filter(session_id=OuterRef("pk")).order_by()
@@ -259,9 +264,7 @@ def _erase(workspace: Workspace, kind: str, ident: int, name: str, events: Query
     (sessions.exclude(left_empty)
      .update(steps=Greatest(F("steps") - Coalesce(Subquery(erased_here), Value(0)), Value(0)),
              monitor_state=None))
-    copies = {"vocabulary_entries": forget_erased_names(workspace, events)}
-    for participant in _participants:
-        copies.update(participant.erase(scope))
+    copies = {"vocabulary_entries": forget_erased_names(workspace, events), **removed}
     emptied._raw_delete(db)
     events._raw_delete(db)
 
