@@ -63,7 +63,7 @@ def _make_workspace(slug: str, name: str, mark: str, people: tuple[str, str, str
     from studio.audits import services as audits
     from studio.guard import services as guard
     from studio.rules.models import Labeler, Rule, RuleSet, RuleVersion, VersionStatus
-    from studio.traces import services as traces
+    from studio.traces import intake
     from studio.traces.models import TraceSession
     from studio.workspaces import services as ws
     from studio.workspaces.models import Role
@@ -105,7 +105,7 @@ def _make_workspace(slug: str, name: str, mark: str, people: tuple[str, str, str
                    "args": {"amount": i * 97 % 3000, "note": f"{mark}note"}}}) + "\n"
         for i in range(120))
     log = ContentFile(lines.encode(), name=f"{mark}log.jsonl")
-    upload, _ = traces.create_upload(workspace, log, "jsonl", by=owner)
+    upload, _ = intake.create_upload(workspace, log, "jsonl", by=owner)
     upload.refresh_from_db()
     first = audits.start_audit(workspace, None, upload, owner)
     second = audits.start_audit(workspace, live, None, owner)

@@ -30,7 +30,7 @@ migrated).  Everything is generated, seeded, before any timer starts:
 
 * **upload and audit** (``--upload``): the same events written as a JSONL file (untimed), then
   ``create_upload(..., audit=True)`` until the upload is parsed and its run (audited on arrival,
-  ``studio.audits.arrival``) is done; ``--separate``: the upload without ``audit``, then
+  ``studio.audits.intake``) is done; ``--separate``: the upload without ``audit``, then
   ``start_audit`` of it once parsed.  Each into an emptied ``traces_event``, in a workspace of
   its own.
 
@@ -340,7 +340,7 @@ def write_log(events_by_session, directory: Path) -> Path:
 
 
 class _Phases(logging.Handler):
-    """Keeps the phases ``studio.traces.services`` logs when an upload is loaded."""
+    """Keeps the phases ``studio.traces.loading`` logs when an upload is loaded."""
 
     def __init__(self):
         super().__init__(logging.INFO)
@@ -372,12 +372,12 @@ def upload_alone(workspace, path: Path) -> float:
     """The upload without an audit, until parsed: the loading that any audit adds to."""
     from django.db import transaction
 
-    from studio.traces import services as traces
+    from studio.traces import intake
 
     gc.collect()
     start = time.perf_counter()
     with open(path, "rb") as handle, transaction.atomic():
-        upload, _ = traces.create_upload(workspace, handle, "jsonl", filename=path.name)
+        upload, _ = intake.create_upload(workspace, handle, "jsonl", filename=path.name)
     wait_parsed(upload)
     return time.perf_counter() - start
 
@@ -388,13 +388,13 @@ def upload_and_audit(workspace, path: Path, on_arrival: bool) -> dict:
     from django.db import transaction
 
     from studio.audits.models import AuditRun, RunStatus
-    from studio.traces import services as traces
+    from studio.traces import intake
 
     _phases.last = {}  # this upload's, not an earlier one's
     gc.collect()
     start = time.perf_counter()
     with open(path, "rb") as handle, transaction.atomic():
-        upload, _ = traces.create_upload(workspace, handle, "jsonl", filename=path.name,
+        upload, _ = intake.create_upload(workspace, handle, "jsonl", filename=path.name,
                                          audit=on_arrival)
     upload = wait_parsed(upload)
     parsed = time.perf_counter() - start
@@ -447,7 +447,7 @@ def main(argv=None) -> int:
         args.sessions = min(args.sessions, 100)
 
     setup_django(args)
-    loads = logging.getLogger("studio.traces.services")
+    loads = logging.getLogger("studio.traces.loading")
     loads.addHandler(_phases)
     loads.setLevel(logging.INFO)
     from django.conf import settings
@@ -566,10 +566,10 @@ def main(argv=None) -> int:
             print(f"    pair {i}: upload alone {t:6.2f} s, ratio {t / copied:5.2f}x; the upload "
                   f"with audit {total - t:+.2f} s")
         print(f"  median ratio of the upload alone     {alone:5.2f}x")
-        print("  where each upload with audit spent its time (studio.traces.services' log):")
+        print("  where each upload with audit spent its time (studio.traces.loading's log):")
         for i, p in enumerate(phases, start=1):
             if not p:
-                print(f"    pair {i}: no phases logged (studio.traces.services said nothing)")
+                print(f"    pair {i}: no phases logged (studio.traces.loading said nothing)")
                 continue
             print(f"    pair {i}: load (parse, write, monitor) {p['load_s']:6.2f} s, store the "
                   f"results {p['finish_s']:5.2f} s, commit (foreign keys) {p['commit_s']:5.2f} s")

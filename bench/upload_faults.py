@@ -93,22 +93,22 @@ def load(log: Path, number: int, killer: ConnectionKiller | None) -> dict:
     from django.core.files import File
     from django.db import connection
 
-    from studio.traces import services
+    from studio.traces import intake
     from studio.traces.models import Event, Upload
     from studio.workspaces import services as ws
     from worker.uploads import parse_upload_task
 
     workspace = ws.create_workspace(f"bench faults {number}",
                                     slug=f"bench-faults-{number}-{os.getpid()}")
-    enqueue = services.enqueue_parse
-    services.enqueue_parse = lambda upload_id: None  # run below, under the killer
+    enqueue = intake.enqueue_parse
+    intake.enqueue_parse = lambda upload_id: None  # run below, under the killer
     try:
         with open(log, "rb") as handle:
-            upload, _ = services.create_upload(workspace, File(handle, name=log.name), "jsonl")
+            upload, _ = intake.create_upload(workspace, File(handle, name=log.name), "jsonl")
     finally:
-        services.enqueue_parse = enqueue
+        intake.enqueue_parse = enqueue
     counter = LostConnections()
-    loader_log = logging.getLogger("studio.traces.services")
+    loader_log = logging.getLogger("studio.traces.loading")
     level, propagate = loader_log.level, loader_log.propagate
     loader_log.setLevel(logging.WARNING)
     loader_log.propagate = False  # counted, not printed
@@ -132,7 +132,7 @@ def load(log: Path, number: int, killer: ConnectionKiller | None) -> dict:
                        " count(DISTINCT input) FROM traces_event WHERE upload_id = %s",
                        [upload.pk])
         rows, places, inputs = cursor.fetchone()
-    services.stored_file(upload).unlink(missing_ok=True)
+    intake.stored_file(upload).unlink(missing_ok=True)
     Event.objects.filter(upload_id=upload.pk).delete()
     return {"outcome": outcome, "seconds": elapsed, "upload": upload, "rows": rows,
             "places": places, "inputs": inputs, "retried": counter.count}

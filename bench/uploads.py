@@ -129,31 +129,31 @@ def run_parse_only(log: Path) -> float:
 def run_upload(log: Path, number: int, staged: bool) -> tuple[float, float, int]:
     from django.core.files import File
 
-    from studio.traces import services
+    from studio.traces import intake, loading
     from studio.traces.models import TraceSession, Upload
     from studio.workspaces import services as ws
 
     _empty_events()
     workspace = ws.create_workspace(f"bench upload {number}",
                                     slug=f"bench-up-{number}-{os.getpid()}")
-    services.DIRECT_COPY = not staged
-    enqueue = services.enqueue_parse
-    services.enqueue_parse = lambda upload_id: None  # timed separately below
+    loading.DIRECT_COPY = not staged
+    enqueue = intake.enqueue_parse
+    intake.enqueue_parse = lambda upload_id: None  # timed separately below
     try:
         start = time.perf_counter()
         with open(log, "rb") as handle:
-            upload, _ = services.create_upload(workspace, File(handle, name=log.name), "jsonl")
+            upload, _ = intake.create_upload(workspace, File(handle, name=log.name), "jsonl")
         stored = time.perf_counter()
-        services.parse_upload(upload.pk)
+        loading.parse_upload(upload.pk)
         done = time.perf_counter()
     finally:
-        services.enqueue_parse = enqueue
-        services.DIRECT_COPY = True
+        intake.enqueue_parse = enqueue
+        loading.DIRECT_COPY = True
     upload = Upload.objects.get(pk=upload.pk)
     assert upload.status == "parsed" and upload.lines_bad == 0, (upload.status, upload.error)
     assert sum(TraceSession.objects.filter(workspace=workspace)
                .values_list("steps", flat=True)) == upload.events_stored
-    services.stored_file(upload).unlink(missing_ok=True)
+    intake.stored_file(upload).unlink(missing_ok=True)
     return stored - start, done - stored, upload.events_stored
 
 

@@ -365,7 +365,7 @@ CELERY_TASK_ROUTES = {"worker.guard.learn_risk_model": {"queue": GUARD_MODEL_QUE
 CELERY_BEAT_SCHEDULE["expire-stalled-risk-models"] = {
     "task": "worker.guard.expire_stalled_risk_models", "schedule": AUDIT_SWEEP_SECONDS}
 # An upload audited as it loads, on Postgres, from this size on: its labelling and monitoring
-# run in child processes, on cores of their own (studio.audits.arrival).  Smaller files are
+# run in child processes, on cores of their own (studio.audits.intake).  Smaller files are
 # monitored in the loading process, where starting a process would cost more than it saves.
 ARRIVAL_PROCESS_MIN_BYTES = env_number("ARRIVAL_PROCESS_MIN_BYTES", 8 * 1024 * 1024)
 # How many such child processes share the sessions of one upload out.

@@ -3,37 +3,35 @@
 import time
 
 from celery import shared_task
-from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
-from studio.traces import services
-from worker.audits import _backoff
+from studio.audits.intake import observe_upload
+from studio.connections import LOST_CONNECTION, retry_delay, run_until_done, within_outage
+from studio.traces import loading
 
 
 # acks_late + reject_on_worker_lost: a parse whose worker dies is delivered again and resumes
 # after the last loaded batch (the service keeps a checkpoint and caps the attempts).  Lost
-# database connections follow the audits' rule (worker.audits): the service itself writes the
-# batch in hand again on a new connection while the database comes back within
-# UPLOAD_RECONNECT_SECONDS; past that the task is retried, with a growing delay and without
-# spending an attempt, until the database has been away for AUDIT_STALL_SECONDS (``lost_since``,
-# seconds since the epoch); after that the attempts count again, so the parse still ends.
+# database connections (studio.connections): the service itself writes the batch in hand again
+# on a new connection while the database comes back within UPLOAD_RECONNECT_SECONDS; past that
+# the task is retried without spending an attempt until the database has been away for
+# AUDIT_STALL_SECONDS (``lost_since``, seconds since the epoch).  The audit the upload asked
+# for follows the load (observe_upload).
 @shared_task(bind=True, acks_late=True, reject_on_worker_lost=True, max_retries=None)
 def parse_upload_task(self, upload_id: int, lost_since: float | None = None) -> str:
-    eager_retries = 0
-    while True:
-        lost = lost_since is not None and time.time() - lost_since < settings.AUDIT_STALL_SECONDS
+    def parse(after_lost_connection: bool):
+        return loading.parse_upload(upload_id, after_lost_connection, observe=observe_upload)
+
+    if self.request.is_eager:  # no broker to retry through
+        upload = run_until_done(parse, lost_since=lost_since)
+    else:
         try:
-            upload = services.parse_upload(upload_id, after_lost_connection=lost)
-            return upload.status if upload is not None else "missing"
-        except (OperationalError, InterfaceError) as exc:
-            if lost_since is None:  # the outage starts now
-                lost_since = time.time()
-            if self.request.is_eager:  # in-process: wait here, a little longer each time
-                time.sleep(min(1.0, 0.01 * 2 ** eager_retries))
-                eager_retries += 1
-                continue
-            raise self.retry(exc=exc, countdown=_backoff(self.request.retries),
-                             kwargs={"upload_id": upload_id, "lost_since": lost_since}) from exc
+            upload = parse(within_outage(lost_since))
+        except LOST_CONNECTION as exc:
+            since = time.time() if lost_since is None else lost_since
+            raise self.retry(exc=exc, countdown=retry_delay(self.request.retries),
+                             kwargs={"upload_id": upload_id, "lost_since": since}) from exc
+    return upload.status if upload is not None else "missing"
 
 
 # After an erasure the vocabulary's counts are recounted from the events left (its examples were

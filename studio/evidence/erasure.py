@@ -1,6 +1,8 @@
 """What an erasure (``studio.traces.erasure``) removes from the review evidence: the rule test
-cases copied from erased steps, the values of the audit-log entries describing them, and the
-impact-check summaries computed from results the erasure removed.
+cases copied from erased steps, the values of the audit-log entries describing them, the
+ground-truth labels of the sessions it removes, and the impact-check summaries computed from
+results the erasure removed.  Registered as an erasure participant when the apps are ready
+(``EvidenceConfig``), after the audits' (whose survey counts the results removed).
 
 A case made from a session (``case_from_session``) holds that session's steps, atoms and data
 values: it goes when any event of its step range is erased (a case cut short would pin another
@@ -16,12 +18,39 @@ from operator import or_
 
 from django.db.models import Q, QuerySet
 
+from studio.audits.models import GroundTruth
+from studio.traces.erasure import Erasure, ErasureScope
 from studio.workspaces.actions import LogAction
 from studio.workspaces.models import AuditLogEntry
 from studio.workspaces.redaction import ERASED, erased_except, redact
 from studio.workspaces.services import record
 
 from .models import ImpactCheck, RuleCase
+
+class EvidenceErasure:
+    """The review evidence's part in an erasure (``studio.traces.erasure.ErasureParticipant``)."""
+
+    def results_of(self, touched: QuerySet) -> int:
+        return 0
+
+    def survey(self, scope: ErasureScope) -> None:
+        pass
+
+    def erase(self, scope: ErasureScope) -> dict[str, int]:
+        cases, log_entries = erase_copied_cases(scope.workspace, scope.events, scope.by)
+        labels = GroundTruth.objects.filter(workspace=scope.workspace,
+                                            session__in=scope.emptied.values("external_id"))
+        return {
+            "test_cases": cases,
+            "log_entries_redacted": log_entries,
+            "ground_truth_labels": labels._raw_delete(labels.db),
+            "impact_summaries": forget_impact_summaries(
+                [run for run, n in scope.results_by_run.items() if n]),
+        }
+
+    def recorded(self, erasure: Erasure, scope: ErasureScope) -> None:
+        pass
+
 
 # What a case's log entries keep: which rule, and what the case expected.
 _KEPT_KEYS = ("rule", "rule_id", "expect", "at_step")

@@ -1,7 +1,7 @@
 """Monitoring an upload's sessions while their events arrive (no Django).
 
 ``ArrivalMonitor`` labels and monitors rows in the order a load commits them and, at the end,
-gives each session's results as an audit stores them.  ``studio.audits.arrival`` decides which
+gives each session's results as an audit stores them.  ``studio.audits.intake`` decides which
 sessions that is exact for and stores the results; this module only follows the rows.
 
 A big upload's monitoring runs in child processes (``MonitorProcess``; this module is their

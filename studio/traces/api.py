@@ -15,7 +15,7 @@ from studio.errors import Conflict, PermissionDenied, ServiceError
 from studio.workspaces.acting import actor_of, workspace_for
 from studio.workspaces.models import Role
 
-from . import erasure, services
+from . import erasure, intake
 from .formats import PARSERS
 from .models import Event, TraceSession, Upload, UploadStatus
 
@@ -209,13 +209,13 @@ def create_upload(request, slug: str):
     if not isinstance(options, dict):
         raise ServiceError("options must be a JSON object", field="options")
     audit = _flag(request.POST.get("audit"), "audit")
-    rule_set = services.audit_rule_set(workspace, request.POST.get("rule_set"))
+    rule_set = intake.audit_rule_set(workspace, request.POST.get("rule_set"))
     if rule_set is not None and not audit:
         raise ServiceError("rule_set names the rules to audit with: send audit=true too",
                            field="rule_set")
-    upload, created = services.create_upload(workspace, file, format, options,
-                                             by=actor_of(request), filename=file.name,
-                                             audit=audit, rule_set=rule_set)
+    upload, created = intake.create_upload(workspace, file, format, options,
+                                           by=actor_of(request), filename=file.name,
+                                           audit=audit, rule_set=rule_set)
     upload.refresh_from_db()  # without a broker the parse has already run
     return Status(201 if created else 200, _upload_out(upload))
 
@@ -261,7 +261,7 @@ def get_upload(request, slug: str, upload_id: int):
 def resume_upload(request, slug: str, upload_id: int):
     workspace = workspace_for(request, slug, Role.AUDITOR)
     upload = get_object_or_404(Upload, workspace=workspace, pk=upload_id)
-    services.resume_upload(upload, by=actor_of(request))
+    intake.resume_upload(upload, by=actor_of(request))
     return _upload_out(_upload(request, slug, upload_id))  # parsed already without a broker
 
 

@@ -1,6 +1,6 @@
 """The rows of an upload's direct COPY, read back from the COPY text (no Django).
 
-The writer of ``studio.traces.services`` streams each batch of events to Postgres as COPY text
+The writer of ``studio.traces.loading`` streams each batch of events to Postgres as COPY text
 in the columns of ``DIRECT_COLUMNS``.  When the events were parsed in a child process
 (``studio.traces.parsing``), the loading process holds them only as that text, and an audit on
 arrival in the loading process reads the rows back from it here.

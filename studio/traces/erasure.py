@@ -28,6 +28,12 @@ result stored before it.  A batch computing while an erasure runs sees, in its w
 transaction, that the run has recorded an erasure since the batch read its events, and computes
 again from the events left (``studio.audits.services.run_batch``).
 
+Traces sits below what keeps results and copies, so those apps take part as ``ErasureParticipant``s
+they register when the apps are ready (``studio.audits``: results, runs, label provenance and
+corrections; ``studio.evidence``: test cases, log entries, ground truth, impact summaries): an
+erasure asks each, in its transaction, what will go (``survey``), to remove it (``erase``), and
+to record the erasure where it shows (``recorded``).
+
 The models are the tables' (``_raw_delete``): Django's own ``delete`` would first read every
 row it cascades to.  Foreign keys are checked at commit (Django declares them deferrable), so
 the sessions are deleted while the events that name them still exist, and the events after.
@@ -38,26 +44,19 @@ from __future__ import annotations
 import logging
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
+from typing import Protocol
 
 from django.db import connection, transaction
 from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
-from studio.audits.models import (
-    AuditRun,
-    GroundTruth,
-    LabelCorrection,
-    LabelProvenance,
-    RunStatus,
-    SessionResult,
-    ViolationRecord,
-)
 from studio.workspaces.acting import acting_token, acting_user
 from studio.workspaces.actions import LogAction
 from studio.workspaces.models import Workspace
 from studio.workspaces.services import record
 
+from .intake import stored_file
 from .models import Event, TraceSession, Upload, UploadError, UploadStatus
 from .vocabulary import forget_erased_values, forget_erased_names
 
@@ -137,6 +136,50 @@ class Erasure:
                 "reason": self.reason, "scope": scope}
 
 
+@dataclass
+class ErasureScope:
+    """One erasure, as its participants see it in its transaction."""
+
+    workspace: Workspace
+    events: QuerySet        # the events erased (still stored until every participant erased)
+    touched: QuerySet       # the ids of the sessions that had one of them (a subquery)
+    emptied: QuerySet       # of those, the sessions left with no event (still stored)
+    upload_id: int | None   # the upload erased, if an upload is
+    by: object
+    # What the participants' surveys found: the results computed from the events by run, the
+    # runs that record the erasure, and those of them that audited the erased upload.
+    results_by_run: dict[int, int] = field(default_factory=dict)
+    runs: set[int] = field(default_factory=set)
+    runs_in_scope: set[int] = field(default_factory=set)
+
+
+class ErasureParticipant(Protocol):
+    """Keeps something computed or copied from events, which an erasure removes with them."""
+
+    def results_of(self, touched: QuerySet) -> int:
+        """How many results computed from the sessions ``touched`` would go (a preview)."""
+
+    def survey(self, scope: ErasureScope) -> None:
+        """Before anything is removed: note in ``scope`` what will go."""
+
+    def erase(self, scope: ErasureScope) -> dict[str, int]:
+        """Remove what was computed or copied from the erased events; the copies removed, by
+        kind (see ``Erasure.copies_sentence``)."""
+
+    def recorded(self, erasure: Erasure, scope: ErasureScope) -> None:
+        """The erasure is complete: record it where it shows."""
+
+
+_participants: list[ErasureParticipant] = []
+
+
+def register_participant(participant: ErasureParticipant) -> None:
+    """Called once the apps are ready, bottom app first (``studio.audits``, then
+    ``studio.evidence``): they are asked in that order."""
+    if not any(type(p) is type(participant) for p in _participants):
+        _participants.append(participant)
+
+
 def erase_upload(upload: Upload, by=None, reason: str = "") -> Erasure:
     """Erase ``upload``: its events, its stored file, its line errors and the upload itself,
     with what the module docstring lists.  ``StillParsing`` while it is being parsed."""
@@ -153,8 +196,7 @@ def erase_upload(upload: Upload, by=None, reason: str = "") -> Erasure:
         only_this = ~Exists(Event.objects.filter(session_id=OuterRef("pk"))
                             .exclude(upload_id=locked.pk))
         erasure = _erase(locked.workspace, "upload", locked.pk, locked.filename, events,
-                         only_this, by, reason,
-                         runs_in_scope=AuditRun.objects.filter(upload_id=locked.pk))
+                         only_this, by, reason, upload_id=locked.pk)
         UploadError.objects.filter(upload_id=locked.pk)._raw_delete(UploadError.objects.db)
         path = _stored_path(locked)
         locked.delete()  # what pointed at it (audit runs' scope, Upload.audit_run) is set null
@@ -186,7 +228,7 @@ def preview_upload(upload: Upload) -> dict:
     sessions = TraceSession.objects.filter(pk__in=touched)
     return {"events": events.count(), "sessions": sessions.count(),
             "sessions_removed": sessions.filter(only_this).count(),
-            "results": SessionResult.objects.filter(session_id__in=touched).count(),
+            "results": sum(p.results_of(touched) for p in _participants),
             "still_parsing": upload.status in STILL_PARSING}
 
 
@@ -194,30 +236,27 @@ _ERASED = {"upload": LogAction.UPLOAD_ERASED, "session": LogAction.SESSION_ERASE
 
 
 def _erase(workspace: Workspace, kind: str, ident: int, name: str, events: QuerySet,
-           left_empty, by, reason: str, runs_in_scope: QuerySet | None = None) -> Erasure:
+           left_empty, by, reason: str, upload_id: int | None = None) -> Erasure:
     """The erasure of ``events`` (a queryset of the workspace's events), in the caller's
     transaction.  ``left_empty`` filters the touched sessions to those that have no other
     event (they are removed)."""
     now = timezone.now()
     touched = events.order_by().values("session_id")  # a subquery: re-read by each statement below
     sessions = TraceSession.objects.filter(workspace=workspace, pk__in=touched)
-    results = SessionResult.objects.filter(session_id__in=touched)
-    results_by_run = dict(results.order_by().values("run_id").annotate(n=Count("id"))
-                          .values_list("run_id", "n"))
-    runs = set(results_by_run)
-    scoped = set(runs_in_scope.values_list("id", flat=True)) if runs_in_scope is not None else set()
-    runs.update(scoped)
-    runs.update(_unfinished_runs_covering(workspace, touched))
+    emptied = sessions.filter(left_empty)
+    scope = ErasureScope(workspace, events, touched, emptied, upload_id, by)
+    for participant in _participants:
+        participant.survey(scope)
     event_count = events.count()
     session_count = sessions.count()
-    emptied = sessions.filter(left_empty)
     removed_count = emptied.count()
 
     db = Event.objects.db
-    ViolationRecord.objects.filter(result__session_id__in=touched)._raw_delete(db)
-    results._raw_delete(db)
-    LabelProvenance.objects.filter(session_id__in=touched)._raw_delete(db)
-    LabelCorrection.objects.filter(event_id__in=events.values("id"))._raw_delete(db)
+    # The participants' parts first (the audits' results, then the evidence's copies), while the
+    # erased events and sessions are still there to be read.
+    removed = {}
+    for participant in _participants:
+        removed.update(participant.erase(scope))
     # The sessions that keep events: their step count drops by the events erased, and a live
     # one's saved monitors (built over them) are dropped, to be rebuilt from what is left.
     erased_here = (events.filter(session_id=OuterRef("pk")).order_by()
@@ -225,52 +264,19 @@ def _erase(workspace: Workspace, kind: str, ident: int, name: str, events: Query
     (sessions.exclude(left_empty)
      .update(steps=Greatest(F("steps") - Coalesce(Subquery(erased_here), Value(0)), Value(0)),
              monitor_state=None))
-    copies = _erase_copies(workspace, events, emptied, results_by_run, by)
+    copies = {"vocabulary_entries": forget_erased_names(workspace, events), **removed}
     emptied._raw_delete(db)
     events._raw_delete(db)
 
     erasure = Erasure(kind, ident, name, event_count, session_count, removed_count,
-                      sum(results_by_run.values()), sorted(runs), now, _name_of(by), reason,
-                      copies)
-    for run in AuditRun.objects.select_for_update().filter(pk__in=runs).order_by("pk"):
-        run.erasures = [*run.erasures, erasure.for_run(results_by_run.get(run.pk, 0),
-                                                       scope=run.pk in scoped)]
-        run.save(update_fields=["erasures"])
+                      sum(scope.results_by_run.values()), sorted(scope.runs), now, _name_of(by),
+                      reason, copies)
+    for participant in _participants:
+        participant.recorded(erasure, scope)
     forget_erased_values(workspace)
     details = {k: v for k, v in asdict(erasure).items() if k not in ("at", "by", "id")}
     record(workspace, by, _ERASED[kind], None, **{kind: ident}, **details)
     return erasure
-
-
-def _erase_copies(workspace: Workspace, events: QuerySet, emptied: QuerySet,
-                  results_by_run: dict[int, int], by) -> dict[str, int]:
-    """Remove what was copied from ``events`` (still stored) and the ``emptied`` sessions
-    (still stored) elsewhere; how many of each kind went."""
-    from studio.evidence.erasure import erase_copied_cases, forget_impact_summaries
-
-    cases, log_entries = erase_copied_cases(workspace, events, by)
-    labels = GroundTruth.objects.filter(workspace=workspace,
-                                        session__in=emptied.values("external_id"))
-    return {
-        "vocabulary_entries": forget_erased_names(workspace, events),
-        "test_cases": cases,
-        "log_entries_redacted": log_entries,
-        "ground_truth_labels": labels._raw_delete(labels.db),
-        "impact_summaries": forget_impact_summaries(
-            [run for run, n in results_by_run.items() if n]),
-    }
-
-
-def _unfinished_runs_covering(workspace: Workspace, touched: QuerySet) -> set[int]:
-    """Runs still under way (or failed, to be resumed) whose batches include a touched session:
-    they may have no result for it yet, but they were planned over it."""
-    batches = list(AuditRun.objects.filter(workspace=workspace)
-                   .exclude(status=RunStatus.DONE)
-                   .values_list("id", "batches__session_ids"))
-    if not batches:
-        return set()
-    ids = set(touched.order_by().values_list("session_id", flat=True).distinct())
-    return {run for run, session_ids in batches if session_ids and ids.intersection(session_ids)}
 
 
 def _name_of(by) -> str | None:
@@ -282,8 +288,6 @@ def _name_of(by) -> str | None:
 
 
 def _stored_path(upload: Upload):
-    from .services import stored_file  # services import the audits, which import traces
-
     return stored_file(upload) if upload.stored_path else None
 
 

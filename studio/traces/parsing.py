@@ -2,7 +2,7 @@
 
 ``batches`` runs a format's parser (``studio.traces.formats``) over the file, turns each event
 into its COPY text (``serialise``) and cuts the items into batches for the writer of
-``studio.traces.services``, which assigns sessions and steps and stores each batch in one
+``studio.traces.loading``, which assigns sessions and steps and stores each batch in one
 transaction.  A big file is parsed in a child process of its own (``ParseProcess``; this module
 is its program: ``python -m studio.traces.parsing``): the writer, which the load waits for, then
 has its process's Python to itself instead of taking turns with the parser after every call to

@@ -22,7 +22,7 @@ from studio.audits.models import AuditRun
 from studio.audits.services import start_audit
 from studio.errors import ServiceError
 from studio.rules.models import RuleSet, RuleVersion, VersionStatus
-from studio.traces import erasure, services
+from studio.traces import erasure, intake
 from studio.traces.formats import PARSERS
 from studio.traces.formats.csvlog import COLUMN_OPTIONS
 from studio.traces.models import Upload, UploadStatus
@@ -98,9 +98,9 @@ def _receive_upload(request: HttpRequest, workspace, roles: set[str]):
     if errors:
         return _list_page(request, workspace, roles, form, errors, status=400)
     try:
-        upload, created = services.create_upload(workspace, file, form["format"], options,
-                                                 by=actor(request), filename=file.name,
-                                                 audit=audit, rule_set=rule_set)
+        upload, created = intake.create_upload(workspace, file, form["format"], options,
+                                               by=actor(request), filename=file.name,
+                                               audit=audit, rule_set=rule_set)
     except ServiceError as exc:
         return _list_page(request, workspace, roles, form,
                           {_form_field(exc.field): exc.message}, status=exc.status)
@@ -158,7 +158,7 @@ def _audit_choice(workspace, value: str) -> tuple[bool, RuleSet | None]:
     if value == AUDIT_ALL:
         return True, None
     try:
-        return True, services.audit_rule_set(workspace, value)
+        return True, intake.audit_rule_set(workspace, value)
     except ServiceError:
         raise ServiceError("Choose whether to audit the log as it loads, and with which rules; "
                            "that rule set no longer exists.", field="audit") from None
@@ -265,7 +265,7 @@ def upload_audit(request: HttpRequest, slug: str, upload_id: int):
         context["refusal"] = _auditors_only(roles)
         return render(request, "traces/upload.html", context, status=403)
     try:
-        rule_set = services.audit_rule_set(workspace, request.POST.get("rule_set"))
+        rule_set = intake.audit_rule_set(workspace, request.POST.get("rule_set"))
     except ServiceError:
         messages.error(request, "That rule set no longer exists; choose another.")
         return back
@@ -290,7 +290,7 @@ def upload_resume(request: HttpRequest, slug: str, upload_id: int):
         context["refusal"] = _auditors_only(roles)
         return render(request, "traces/upload.html", context, status=403)
     try:
-        services.resume_upload(upload, by=actor(request))
+        intake.resume_upload(upload, by=actor(request))
     except ServiceError as exc:
         messages.error(request, _sentence(exc.message) + ".")
     else:

@@ -1,4 +1,4 @@
-"""Audit on arrival (studio.audits.arrival): an upload asked to be audited is monitored while it
+"""Audit on arrival (studio.audits.intake): an upload asked to be audited is monitored while it
 loads, and the run it gets stores exactly what a separate audit of the same upload stores.
 
 With Postgres and no enclosing transaction the load is threaded (writer and parsing threads), and
@@ -16,13 +16,13 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 from django.test import Client
 
-from studio.audits import arrival
+from studio.audits import intake as audit_intake
 from studio.audits.models import AuditRun, BatchStatus, RunStatus, SessionResult
 from studio.audits.services import start_audit
 from studio.errors import ServiceError
 from studio.live.ingest import ingest
 from studio.rules.models import RuleSet
-from studio.traces import services as uploads
+from studio.traces import intake, loading
 from studio.traces.models import Upload, UploadStatus
 from studio.workspaces import services as ws
 from studio.workspaces.models import AuditLogEntry, Role
@@ -36,7 +36,7 @@ def small_batches(settings, tmp_path, monkeypatch):
     settings.UPLOAD_ROOT = tmp_path / "uploads"
     settings.AUDIT_BATCH_SIZE = 4
     # Load batches of 60 events, so sessions span batches and the monitors carry over.
-    monkeypatch.setattr(uploads, "BATCH_EVENTS", 60)
+    monkeypatch.setattr(loading, "BATCH_EVENTS", 60)
 
 
 def _interleaved(rng: random.Random, sessions: dict[str, list[dict]]) -> list[dict]:
@@ -55,9 +55,9 @@ def _upload(team, lines: list[dict], *, audit=True, rule_set=None, name="log.jso
             capture=None) -> Upload:
     content = "".join(json.dumps(line) + "\n" for line in lines).encode()
     with capture(execute=True):
-        upload, _ = uploads.create_upload(team.workspace, io.BytesIO(content), "jsonl",
-                                          by=team.auditor, filename=name, audit=audit,
-                                          rule_set=rule_set)
+        upload, _ = intake.create_upload(team.workspace, io.BytesIO(content), "jsonl",
+                                         by=team.auditor, filename=name, audit=audit,
+                                         rule_set=rule_set)
     upload.refresh_from_db()
     return upload
 
@@ -76,7 +76,7 @@ def _team_with_rules():
     return team
 
 
-class _CountedProcess(arrival.MonitorProcess):
+class _CountedProcess(audit_intake.MonitorProcess):
     started: list = []
 
     def __init__(self, *args):
@@ -95,7 +95,7 @@ def where(request, settings, monkeypatch):
     if request.param == "child":
         settings.ARRIVAL_PROCESS_MIN_BYTES = settings.PARSE_PROCESS_MIN_BYTES = 0
         _CountedProcess.started = []
-        monkeypatch.setattr(arrival, "MonitorProcess", _CountedProcess)
+        monkeypatch.setattr(audit_intake, "MonitorProcess", _CountedProcess)
     else:
         settings.ARRIVAL_PROCESS_MIN_BYTES = 10**12
     if request.param == "parsed-apart":
@@ -151,7 +151,7 @@ def test_when_the_monitoring_process_dies_the_batches_audit_instead(
     settings.AUDIT_BATCH_SIZE = 2  # results handed over in several batches
     killed = []
 
-    class Dying(arrival.MonitorProcess):
+    class Dying(audit_intake.MonitorProcess):
         def _kill(self):
             self._child.kill()
             self._child.wait()
@@ -170,7 +170,7 @@ def test_when_the_monitoring_process_dies_the_batches_audit_instead(
                 self._child.stdout.read()  # what it wrote before dying is lost with it
             yield from stream
 
-    monkeypatch.setattr(arrival, "MonitorProcess", Dying)
+    monkeypatch.setattr(audit_intake, "MonitorProcess", Dying)
     team = _team_with_rules()
     rng = random.Random(13)
     sessions = {f"d-{i}": random_events(rng, rng.randint(1, 50)) for i in range(6)}
@@ -249,13 +249,13 @@ def test_the_same_file_again_before_it_is_parsed_is_audited_once_it_is(
     add_rule(team, "no_delete", "G !delete")
     content = b'{"session": "s", "labels": ["delete"]}\n'
     with django_capture_on_commit_callbacks(execute=False):  # no parse yet
-        first, _ = uploads.create_upload(team.workspace, io.BytesIO(content), "jsonl",
-                                         by=team.auditor, filename="w.jsonl")
-    again, created = uploads.create_upload(team.workspace, io.BytesIO(content), "jsonl",
-                                           by=team.auditor, filename="w.jsonl", audit=True)
+        first, _ = intake.create_upload(team.workspace, io.BytesIO(content), "jsonl",
+                                        by=team.auditor, filename="w.jsonl")
+    again, created = intake.create_upload(team.workspace, io.BytesIO(content), "jsonl",
+                                          by=team.auditor, filename="w.jsonl", audit=True)
     assert not created and again.pk == first.pk
     assert again.status == UploadStatus.RECEIVED and again.audit_requested
-    uploads.parse_upload(first.pk)
+    loading.parse_upload(first.pk, observe=audit_intake.observe_upload)
     first.refresh_from_db()
     assert first.audit_run is not None
     assert [r.verdict for r in SessionResult.objects.filter(run=first.audit_run)] == ["violated"]
@@ -267,13 +267,13 @@ def test_the_rules_approved_when_the_load_began_are_the_ones_audited(
     team = make_team("gone")
     version = add_rule(team, "no_delete", "G !delete")
     # The rule loses its approval while the file loads: no audit, the upload is still fine.
-    original = uploads._Store.put
+    original = loading._Store.put
 
     def put_and_unapprove(self, batch):
         original(self, batch)
         type(version).objects.filter(pk=version.pk).update(status="rejected")
 
-    monkeypatch.setattr(uploads._Store, "put", put_and_unapprove)
+    monkeypatch.setattr(loading._Store, "put", put_and_unapprove)
     upload = _upload(team, [{"session": "s", "labels": []}],
                      capture=django_capture_on_commit_callbacks)
     assert upload.status == UploadStatus.PARSED
@@ -322,14 +322,14 @@ def test_a_rule_set_deleted_while_the_log_loads_cancels_its_audit(
     team = make_team("deleted")
     rule_set = RuleSet.objects.create(workspace=team.workspace, name="short-lived")
     add_rule(team, "no_delete", "G !delete", rule_set=rule_set)
-    original = uploads._Store.put
+    original = loading._Store.put
 
     def put_and_delete(self, batch):
         original(self, batch)
         if RuleSet.objects.filter(pk=rule_set.pk).exists():
             rules.delete_rule_set(RuleSet.objects.get(pk=rule_set.pk), team.author)
 
-    monkeypatch.setattr(uploads._Store, "put", put_and_delete)
+    monkeypatch.setattr(loading._Store, "put", put_and_delete)
     upload = _upload(team, [{"session": "s", "labels": ["delete"]}], rule_set=rule_set,
                      capture=django_capture_on_commit_callbacks)
     assert upload.status == UploadStatus.PARSED and upload.events_stored == 1

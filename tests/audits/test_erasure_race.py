@@ -30,6 +30,7 @@ from django.db import close_old_connections, connection
 from django.test.utils import override_settings
 
 from studio.audits import services
+from studio.audits.erasure import AuditErasure
 from studio.audits.models import AuditRun, RunStatus, SessionResult
 from studio.traces import erasure
 from studio.traces.models import Event, TraceSession, Upload
@@ -222,14 +223,15 @@ def test_an_erasure_under_way_when_a_batch_writes_makes_the_batch_wait_and_compu
     run = planned_run(team, second)
     [batch] = run.batches.all()
     midway, go_on = threading.Event(), threading.Event()
-    copies = erasure._erase_copies
+    erase_results = AuditErasure.erase
 
-    def erase_slowly(*args, **kwargs):  # the erasure holds its lock and has deleted results
+    def erase_slowly(self, scope):  # the erasure holds its lock and has deleted results
+        removed = erase_results(self, scope)
         midway.set()
         assert go_on.wait(30)
-        return copies(*args, **kwargs)
+        return removed
 
-    monkeypatch.setattr(erasure, "_erase_copies", erase_slowly)
+    monkeypatch.setattr(AuditErasure, "erase", erase_slowly)
     computed = services.compute_batch
     eraser = None
 

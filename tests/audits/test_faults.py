@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from studio.audits import services
 from studio.audits.models import AuditRun, BatchStatus, RunStatus, SessionResult
-from studio.traces import services as traces
+from studio.traces import intake
 from studio.traces.models import Upload, UploadStatus
 from studio.workspaces.models import AuditLogEntry
 from tests.api.world import Api
@@ -220,7 +220,7 @@ def test_an_upload_accepted_while_the_broker_was_down_is_parsed_by_the_sweeper(
     settings.UPLOAD_ROOT = tmp_path
     monkeypatch.setattr(parse_upload_task, "apply_async", _broker_down)
     with django_capture_on_commit_callbacks(execute=True):
-        upload, created = traces.create_upload(
+        upload, created = intake.create_upload(
             team.workspace, SimpleUploadedFile("log.jsonl", b'{"session": "s", "output": "x"}\n'),
             "jsonl", by=team.auditor)
     upload.refresh_from_db()
@@ -258,7 +258,7 @@ def test_an_upload_page_that_cannot_store_the_file_is_a_503_with_retry_after(
     def disk_full(*args, **kwargs):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(traces, "create_upload", disk_full)
+    monkeypatch.setattr(intake, "create_upload", disk_full)
     client = Client()
     client.force_login(team.auditor)
     response = client.post("/w/acme/uploads/", {

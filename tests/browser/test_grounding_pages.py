@@ -13,7 +13,7 @@ from django.core.files.base import ContentFile
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
 
-from studio.traces import services as traces
+from studio.traces import intake, loading
 from studio.traces import vocabulary
 from studio.traces.models import Upload, UploadStatus
 from studio.workspaces.models import Role
@@ -42,10 +42,10 @@ def _events():
 
 def _load(workspace, events, name):
     body = "".join(json.dumps(e) + "\n" for e in events).encode()
-    upload, _ = traces.create_upload(workspace, ContentFile(body, name=name), "jsonl",
+    upload, _ = intake.create_upload(workspace, ContentFile(body, name=name), "jsonl",
                                      filename=name)
     if Upload.objects.get(pk=upload.pk).status != UploadStatus.PARSED:
-        traces.parse_upload(upload.pk)
+        loading.parse_upload(upload.pk)
     assert Upload.objects.get(pk=upload.pk).status == UploadStatus.PARSED
 
 

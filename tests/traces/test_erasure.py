@@ -13,7 +13,7 @@ from django.test import Client
 from django.utils import timezone
 
 from studio.audits.models import AuditRun, SessionResult, ViolationRecord
-from studio.traces import erasure, services
+from studio.traces import erasure, intake
 from studio.traces.models import Event, TraceSession, Upload, UploadError
 from studio.workspaces import services as ws
 from studio.workspaces.models import AuditLogEntry, Role
@@ -71,8 +71,8 @@ def test_erasing_an_upload_removes_exactly_its_events_and_what_read_them(
     run_a = AuditRun.objects.get(pk=first["audit_run"])
     run_b = AuditRun.objects.get(pk=second["audit_run"])
     assert ViolationRecord.objects.filter(result__session__external_id="only-b").exists()
-    stored_a = services.stored_file(Upload.objects.get(pk=first["id"]))
-    stored_b = services.stored_file(Upload.objects.get(pk=second["id"]))
+    stored_a = intake.stored_file(Upload.objects.get(pk=first["id"]))
+    stored_b = intake.stored_file(Upload.objects.get(pk=second["id"]))
     assert stored_a.exists() and stored_b.exists()
     # Results that read the erased events: every result of only-a and shared, in every run.
     reading = SessionResult.objects.filter(session__external_id__in=["only-a", "shared"])

@@ -176,7 +176,7 @@ def test_the_copy_text_reads_back_as_the_rows_an_arrival_audit_observes(batch, s
     integer beyond 64 bits makes the whole batch read value by value)."""
     from studio.traces.copytext import monitor_rows
     from studio.traces.parsing import Row, serialise
-    from studio.traces.services import CommittedRows, direct_copy_text
+    from studio.traces.loading import CommittedRows, direct_copy_text
 
     rows = []
     for event in batch:

@@ -18,7 +18,7 @@ from django.db import OperationalError, connection
 from django.db.models import Count
 
 from bench.upload_faults import ConnectionKiller, conninfo_of
-from studio.traces import services
+from studio.traces import intake, loading
 from studio.traces.models import Event, TraceSession, Upload, UploadError
 from studio.workspaces.models import AuditLogEntry
 
@@ -95,7 +95,7 @@ def assert_every_line_once(upload: Upload, lines: list[str]) -> None:
 
 def _upload_without_parsing(auditor, lines: list[str]) -> Upload:
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(services, "enqueue_parse", lambda upload_id: None)
+        patch.setattr(intake, "enqueue_parse", lambda upload_id: None)
         response = auditor.upload("".join(text + "\n" for text in lines).encode(), "jsonl")
     assert response.status_code == 201, response.content
     upload = Upload.objects.get(pk=response.json()["id"])
@@ -115,11 +115,11 @@ def test_terminating_the_loaders_connections_again_and_again_stores_every_line_o
 
     settings.PARSE_PROCESS_MIN_BYTES = 0
     settings.UPLOAD_MAX_ATTEMPTS = 1  # a lost connection must not spend one
-    monkeypatch.setattr(services, "BATCH_EVENTS", 4_000)  # more commits to hit
+    monkeypatch.setattr(loading, "BATCH_EVENTS", 4_000)  # more commits to hit
     lines = log_lines(20_000, sessions=300, seed=24, broken_every=997)
     upload = _upload_without_parsing(auditor, lines)
 
-    caplog.set_level(logging.WARNING, logger="studio.traces.services")
+    caplog.set_level(logging.WARNING, logger="studio.traces.loading")
     killer = ConnectionKiller(conninfo_of(connection.settings_dict),
                               connection.settings_dict["NAME"], 0.2, 1.0)
     with killer:
@@ -147,12 +147,12 @@ def test_a_batch_whose_connection_is_lost_is_written_again_once_in_halves(
     stored: the batch is written again in halves, the first half in quarters) or after it
     (stored unseen: skipped, not stored twice)."""
     settings.UPLOAD_MAX_ATTEMPTS = 1
-    monkeypatch.setattr(services, "BATCH_EVENTS", 200)
-    monkeypatch.setattr(services, "FIRST_BATCH_EVENTS", 200)
-    monkeypatch.setattr(services, "MIN_PART_ITEMS", 20)
+    monkeypatch.setattr(loading, "BATCH_EVENTS", 200)
+    monkeypatch.setattr(loading, "FIRST_BATCH_EVENTS", 200)
+    monkeypatch.setattr(loading, "MIN_PART_ITEMS", 20)
     lines = log_lines(1_000, sessions=9, seed=7, broken_every=89)
     upload = _upload_without_parsing(auditor, lines)
-    real_write = services._Store._write
+    real_write = loading._Store._write
     writes: list[tuple[int, int]] = []
 
     def flaky(store, batch):
@@ -163,8 +163,8 @@ def test_a_batch_whose_connection_is_lost_is_written_again_once_in_halves(
             _terminated()
         return real_write(store, batch)
 
-    monkeypatch.setattr(services._Store, "_write", flaky)
-    services.parse_upload(upload.pk)
+    monkeypatch.setattr(loading._Store, "_write", flaky)
+    loading.parse_upload(upload.pk)
     upload.refresh_from_db()
 
     assert upload.attempts == 1
@@ -181,11 +181,11 @@ def test_a_lost_connection_spends_no_attempt_and_the_parse_goes_on_from_the_chec
     from worker.uploads import parse_upload_task
 
     settings.UPLOAD_MAX_ATTEMPTS = 1
-    monkeypatch.setattr(services, "BATCH_EVENTS", 100)
-    monkeypatch.setattr(services, "FIRST_BATCH_EVENTS", 100)
+    monkeypatch.setattr(loading, "BATCH_EVENTS", 100)
+    monkeypatch.setattr(loading, "FIRST_BATCH_EVENTS", 100)
     lines = log_lines(500, sessions=5, seed=3)
     upload = _upload_without_parsing(auditor, lines)
-    real_write = services._Store._write
+    real_write = loading._Store._write
     writes = []
 
     def lost_on_the_third(store, batch):
@@ -194,7 +194,7 @@ def test_a_lost_connection_spends_no_attempt_and_the_parse_goes_on_from_the_chec
             _terminated()
         return real_write(store, batch)
 
-    monkeypatch.setattr(services._Store, "_write", lost_on_the_third)
+    monkeypatch.setattr(loading._Store, "_write", lost_on_the_third)
     assert parse_upload_task.apply(args=[upload.pk]).get() == "parsed"
     upload.refresh_from_db()
     assert upload.attempts == 1
@@ -216,7 +216,7 @@ def test_a_database_away_longer_than_the_stall_period_spends_attempts_and_the_up
         calls.append(batch.start)
         _terminated()
 
-    monkeypatch.setattr(services._Store, "_write", always_lost)
+    monkeypatch.setattr(loading._Store, "_write", always_lost)
     assert parse_upload_task.apply(args=[upload.pk]).get() == "failed"
     upload.refresh_from_db()
     assert upload.status == "failed" and upload.error.startswith("gave up after 2 attempts")
@@ -236,14 +236,14 @@ def test_lost_connections_retried_in_place_give_way_to_the_task_and_then_to_atte
     lines = log_lines(50, sessions=2, seed=5)
     upload = _upload_without_parsing(auditor, lines)
     runs = []
-    real_claim = services._claim
+    real_claim = loading._claim
 
     def counted_claim(upload_id, spend=True):
         runs.append(spend)
         return real_claim(upload_id, spend)
 
-    monkeypatch.setattr(services, "_claim", counted_claim)
-    monkeypatch.setattr(services._Store, "_write", lambda store, batch: _terminated())
+    monkeypatch.setattr(loading, "_claim", counted_claim)
+    monkeypatch.setattr(loading._Store, "_write", lambda store, batch: _terminated())
     assert parse_upload_task.apply(args=[upload.pk]).get() == "failed"
     upload.refresh_from_db()
     assert upload.status == "failed" and upload.error.startswith("gave up after 2 attempts")
@@ -257,9 +257,9 @@ def test_lost_connections_retried_in_place_give_way_to_the_task_and_then_to_atte
 def _fail_part_way(auditor, monkeypatch, lines: list[str]) -> Upload:
     """Upload ``lines`` in batches of 100 with the third batch failing on a bug: the upload
     fails with the first two batches stored."""
-    monkeypatch.setattr(services, "BATCH_EVENTS", 100)
-    monkeypatch.setattr(services, "FIRST_BATCH_EVENTS", 100)
-    real_write = services._Store._write
+    monkeypatch.setattr(loading, "BATCH_EVENTS", 100)
+    monkeypatch.setattr(loading, "FIRST_BATCH_EVENTS", 100)
+    real_write = loading._Store._write
     writes = []
 
     def broken_third(store, batch):
@@ -268,10 +268,10 @@ def _fail_part_way(auditor, monkeypatch, lines: list[str]) -> Upload:
             raise RuntimeError("a bug in the loader")
         return real_write(store, batch)
 
-    monkeypatch.setattr(services._Store, "_write", broken_third)
+    monkeypatch.setattr(loading._Store, "_write", broken_third)
     response = auditor.upload("".join(text + "\n" for text in lines).encode(), "jsonl")
     assert response.status_code == 201, response.content
-    monkeypatch.setattr(services._Store, "_write", real_write)  # the bug is fixed
+    monkeypatch.setattr(loading._Store, "_write", real_write)  # the bug is fixed
     upload = Upload.objects.get(pk=response.json()["id"])
     stored_before = sum(1 for text in lines[:upload.items_done] if not text.startswith("not"))
     assert (upload.status, upload.events_stored) == ("failed", stored_before)
@@ -330,7 +330,7 @@ def test_a_resumed_upload_waiting_for_a_worker_keeps_its_progress(auditor, monke
     lines = log_lines(400, sessions=3, seed=19)
     upload = _fail_part_way(auditor, monkeypatch, lines)
     read, stored_before = upload.bytes_read, upload.events_stored
-    monkeypatch.setattr(services, "enqueue_parse", lambda upload_id: None)  # no worker yet
+    monkeypatch.setattr(intake, "enqueue_parse", lambda upload_id: None)  # no worker yet
     with auditor.capture(execute=True):
         response = auditor.client.post(f"/api/w/acme/uploads/{upload.pk}/resume")
     body = response.json()

@@ -10,7 +10,7 @@ import logging
 import pytest
 from django.db import connection
 
-from studio.traces import services
+from studio.traces import intake, loading
 from studio.traces.models import Event, TraceSession, Upload, UploadError
 from studio.workspaces.models import AuditLogEntry
 
@@ -114,7 +114,7 @@ def test_bad_lines_are_reported_by_number_and_nothing_else_is_lost(auditor):
 
 
 def test_a_loaded_upload_logs_where_its_time_went(auditor, caplog):
-    with caplog.at_level(logging.INFO, logger="studio.traces.services"):
+    with caplog.at_level(logging.INFO, logger="studio.traces.loading"):
         upload = parsed(auditor, auditor.upload(jsonl({"session": "a", "input": "x"}, {"session": "a", "input": "x"}),
                                                 "jsonl"))
 
@@ -162,9 +162,9 @@ def test_errors_are_paged_and_downloadable_as_csv(auditor):
 def _crash_after_four_batches(auditor, monkeypatch, rows) -> Upload:
     """Upload ``rows`` in batches of 100 with the worker dying after the fourth is written;
     the upload as the crash leaves it, the writer put back."""
-    monkeypatch.setattr(services, "BATCH_EVENTS", 100)
+    monkeypatch.setattr(loading, "BATCH_EVENTS", 100)
     written = []
-    real_put = services._Store.put
+    real_put = loading._Store.put
 
     def crash_after_the_fourth(store, batch):
         real_put(store, batch)
@@ -172,10 +172,10 @@ def _crash_after_four_batches(auditor, monkeypatch, rows) -> Upload:
         if len(written) == 4:
             raise KeyboardInterrupt("the worker dies")  # not caught by the service
 
-    monkeypatch.setattr(services._Store, "put", crash_after_the_fourth)
+    monkeypatch.setattr(loading._Store, "put", crash_after_the_fourth)
     with pytest.raises(KeyboardInterrupt):
         auditor.upload(jsonl(*rows), "jsonl")
-    monkeypatch.setattr(services._Store, "put", real_put)
+    monkeypatch.setattr(loading._Store, "put", real_put)
     upload = Upload.objects.get()
     assert (upload.status, upload.items_done, upload.events_stored) == ("parsing", 400, 400)
     return upload
@@ -188,7 +188,7 @@ def test_progress_resumes_after_a_crash_without_duplicates(auditor, monkeypatch)
     assert 0 < upload.percent < 99 and upload.bytes_read > 0
     assert auditor.get(f"uploads/{upload.pk}").json()["percent"] == upload.percent
 
-    services.parse_upload(upload.pk)  # the task delivered again
+    loading.parse_upload(upload.pk)  # the task delivered again
     upload.refresh_from_db()
     assert (upload.status, upload.attempts, upload.lines_total, upload.lines_bad,
             upload.events_stored) == ("parsed", 2, 1000, 1, 999)
@@ -198,17 +198,18 @@ def test_progress_resumes_after_a_crash_without_duplicates(auditor, monkeypatch)
     for session in TraceSession.objects.all():
         assert list(session.events.values_list("step", flat=True)) == list(range(session.steps))
 
-    services.parse_upload(upload.pk)  # and once more: a finished upload is left alone
+    loading.parse_upload(upload.pk)  # and once more: a finished upload is left alone
     assert Event.objects.count() == 999 and Upload.objects.get().attempts == 2
 
 
 def test_attempts_are_capped(auditor, monkeypatch, settings):
     settings.UPLOAD_MAX_ATTEMPTS = 1
-    monkeypatch.setattr(services, "_parse", lambda upload: (_ for _ in ()).throw(SystemExit))
+    monkeypatch.setattr(loading, "_parse",
+                        lambda upload, observe: (_ for _ in ()).throw(SystemExit))
     with pytest.raises(SystemExit):
         auditor.upload(jsonl({"session": "s", "input": "x"}), "jsonl")
     upload_id = Upload.objects.get().pk
-    services.parse_upload(upload_id)
+    loading.parse_upload(upload_id)
     upload = Upload.objects.get()
     assert upload.status == "failed" and upload.error.startswith("gave up after 1 attempts")
 
@@ -260,7 +261,7 @@ def test_steps_continue_after_stored_steps_and_clashes_name_the_event(auditor):
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="the COPY paths are Postgres's")
 @pytest.mark.parametrize("direct", [True, False])
 def test_both_copy_paths_load_the_same(auditor, monkeypatch, direct):
-    monkeypatch.setattr(services, "DIRECT_COPY", direct)
+    monkeypatch.setattr(loading, "DIRECT_COPY", direct)
     odd = "tab\there\nnew line\r\\N back\\slash \\. é 🙂"
     rows = [{"session": f"s{i % 3}\t{odd}", "input": {"k": [i, odd]}, "labels": ["p", odd],
              "timestamp": "2026-01-01T00:00:00+02:00",
@@ -307,7 +308,7 @@ def test_csv_mapping_errors_are_field_errors_and_store_nothing(auditor):
     response = auditor.upload(CSV, "csv", {"step": "turn"})
     assert response.status_code == 400 and response.json()["field"] == "options.session"
     assert Upload.objects.count() == 0
-    assert not list((services.upload_root() / "incoming").iterdir())
+    assert not list((intake.upload_root() / "incoming").iterdir())
 
 
 @pytest.mark.parametrize("format, options, field, detail", [
@@ -468,9 +469,9 @@ def parsed_in(request, settings):
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="the writer thread is Postgres's")
 @pytest.mark.django_db(transaction=True)
 def test_batches_written_on_a_thread_in_order(auditor, monkeypatch, parsed_in):
-    monkeypatch.setattr(services, "BATCH_EVENTS", 50)
+    monkeypatch.setattr(loading, "BATCH_EVENTS", 50)
     threads = set()
-    real_put = services._Store.put
+    real_put = loading._Store.put
 
     def put(store, batch):
         import threading
@@ -478,7 +479,7 @@ def test_batches_written_on_a_thread_in_order(auditor, monkeypatch, parsed_in):
         threads.add(threading.current_thread().name)
         real_put(store, batch)
 
-    monkeypatch.setattr(services._Store, "put", put)
+    monkeypatch.setattr(loading._Store, "put", put)
     first = parsed(auditor, auditor.upload(jsonl({"session": "s1", "step": 3, "input": "x"}), "jsonl"))
     rows = [{"session": f"s{i % 4}", "output": i} for i in range(400)] + [
         {"session": "s1", "step": 3, "input": "x"}, "bad"]
@@ -497,7 +498,7 @@ def test_batches_written_on_a_thread_in_order(auditor, monkeypatch, parsed_in):
             raise RuntimeError("disk full")
         real_put(store, batch)
 
-    monkeypatch.setattr(services._Store, "put", fail_on_the_third)
+    monkeypatch.setattr(loading._Store, "put", fail_on_the_third)
     failed = parsed(auditor, auditor.upload(jsonl(*[{"session": "f", "input": "x"}] * 300), "jsonl"))
     assert failed["status"] == "failed" and failed["events_stored"] == 100
     assert failed["error"] == ("parsing stopped on an internal error (RuntimeError); the events "
@@ -511,7 +512,7 @@ def test_a_threaded_load_resumes_after_a_crash_without_duplicates(auditor, monke
     rows = [{"session": f"s{i % 7}", "output": i, "event_id": f"e{i}"} for i in range(1000)]
     rows[500] = "broken"
     upload = _crash_after_four_batches(auditor, monkeypatch, rows)
-    services.parse_upload(upload.pk)  # the task delivered again
+    loading.parse_upload(upload.pk)  # the task delivered again
     upload.refresh_from_db()
     assert (upload.status, upload.lines_total, upload.lines_bad, upload.events_stored) == (
         "parsed", 1000, 1, 999)
@@ -530,7 +531,7 @@ def test_when_the_parsing_process_dies_the_load_parses_on_and_loses_nothing(
     from studio.traces.parsing import ParseProcess
 
     settings.PARSE_PROCESS_MIN_BYTES = 0
-    monkeypatch.setattr(services, "BATCH_EVENTS", 50)
+    monkeypatch.setattr(loading, "BATCH_EVENTS", 50)
     killed = []
 
     class Dying(ParseProcess):
@@ -543,7 +544,7 @@ def test_when_the_parsing_process_dies_the_load_parses_on_and_loses_nothing(
             self._child.stdout.read()  # what it wrote before dying is lost with it
             yield from batches
 
-    monkeypatch.setattr(services, "ParseProcess", Dying)
+    monkeypatch.setattr(loading, "ParseProcess", Dying)
     # More than the pipe holds after the first batch, so the child is still at work when killed.
     rows = [{"session": f"s{i % 3}", "output": "x" * 5000, "event_id": f"e{i}"}
             for i in range(300)]
@@ -566,7 +567,7 @@ def test_an_upload_whose_parse_task_was_lost_is_requeued_once_per_stall(
 
     from django.utils import timezone
 
-    monkeypatch.setattr(services, "enqueue_parse", lambda upload_id: None)  # the message is lost
+    monkeypatch.setattr(intake, "enqueue_parse", lambda upload_id: None)  # the message is lost
     response = auditor.upload(jsonl({"session": "s", "input": "a"}, {"session": "s", "input": "x"}), "jsonl")
     upload = Upload.objects.get(pk=response.json()["id"])
     assert upload.status == "received"
@@ -574,8 +575,8 @@ def test_an_upload_whose_parse_task_was_lost_is_requeued_once_per_stall(
     Upload.objects.filter(pk=upload.pk).update(created_at=timezone.now() - timedelta(hours=1))
     monkeypatch.undo()
 
-    assert services.requeue_stalled_uploads(stall_seconds=600) == [upload.pk]
-    assert services.requeue_stalled_uploads(stall_seconds=600) == []  # once per stall period
+    assert intake.requeue_stalled_uploads(stall_seconds=600) == [upload.pk]
+    assert intake.requeue_stalled_uploads(stall_seconds=600) == []  # once per stall period
     upload.refresh_from_db()
     assert (upload.status, upload.events_stored) == ("parsed", 2)
     assert Upload.objects.get(pk=recent.json()["id"]).status == "received"  # not stalled yet

@@ -10,7 +10,7 @@ from django.core.management import call_command
 from django.db import connection
 
 from studio.rules.vocabulary import vocabulary_for
-from studio.traces import erasure, services, vocabulary
+from studio.traces import erasure, loading, vocabulary
 from studio.traces.models import Upload, VocabularyEntry
 from tests.traces.test_uploads import jsonl, parsed
 
@@ -69,8 +69,8 @@ def check_log_counts(found: dict, times: int = 1) -> None:
 @pytest.mark.parametrize("batch", [1000, 2])
 def test_an_upload_counts_every_event_on_the_kind_of_event_carrying_each_field(
         auditor, acme, monkeypatch, batch):
-    monkeypatch.setattr(services, "FIRST_BATCH_EVENTS", batch)
-    monkeypatch.setattr(services, "BATCH_EVENTS", batch)
+    monkeypatch.setattr(loading, "FIRST_BATCH_EVENTS", batch)
+    monkeypatch.setattr(loading, "BATCH_EVENTS", batch)
     upload = parsed(auditor, auditor.upload(jsonl(*LOG), "jsonl"))
     assert upload["events_stored"] == len(LOG)
 
@@ -137,8 +137,8 @@ def test_the_memory_of_what_is_stored_skips_only_examples_never_counts(acme):
 @pytest.mark.parametrize("where", ["here", "child"])
 def test_a_threaded_load_counts_the_same(auditor, acme, monkeypatch, settings, where):
     settings.PARSE_PROCESS_MIN_BYTES = 0 if where == "child" else 10**12
-    monkeypatch.setattr(services, "FIRST_BATCH_EVENTS", 3)
-    monkeypatch.setattr(services, "BATCH_EVENTS", 3)
+    monkeypatch.setattr(loading, "FIRST_BATCH_EVENTS", 3)
+    monkeypatch.setattr(loading, "BATCH_EVENTS", 3)
     # A line repeating a stored step: read back from its COPY text and taken off the counts.
     repeated = LOG[1] | {"output": {"tool": "issue_refund", "args": {"amount": 7, "x": 1}}}
     upload = parsed(auditor, auditor.upload(jsonl(*LOG[:3], repeated, *LOG[3:]), "jsonl"))

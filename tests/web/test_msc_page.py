@@ -17,7 +17,7 @@ from django.test import Client
 from studio.audits import services as audits
 from studio.causal import build_msc, causal_past
 from studio.causal.examples import MERGE_CHOICE_INDEX, UPDATE_SEND_INDEX, merge_scenario
-from studio.traces import services as traces
+from studio.traces import intake, loading
 from studio.traces.models import TraceSession
 from tests.audits.helpers import add_rule, add_sessions, make_team
 
@@ -43,10 +43,10 @@ def team(db, settings, tmp_path):
 def upload_and_audit(team, content: bytes, capture, name="merge.jsonl"):
     """The log through the upload services, then an audit of the workspace's rules."""
     with capture(execute=False):
-        upload, created = traces.create_upload(team.workspace, io.BytesIO(content), "jsonl",
+        upload, created = intake.create_upload(team.workspace, io.BytesIO(content), "jsonl",
                                                by=team.auditor, filename=name)
     assert created
-    upload = traces.parse_upload(upload.id)
+    upload = loading.parse_upload(upload.id)
     assert upload.status == "parsed" and upload.lines_bad == 0, upload.error
     with capture(execute=True):
         run = audits.start_audit(team.workspace, None, upload, team.auditor)

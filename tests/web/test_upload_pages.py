@@ -22,7 +22,7 @@ from studio.audits.services import start_audit
 from studio.exports import spreadsheet_safe
 from studio.rules import services as rules
 from studio.rules.models import Rule
-from studio.traces import services as traces
+from studio.traces import loading
 from studio.traces.models import Upload, UploadError, UploadStatus
 from studio.workspaces.access import actor
 from studio.workspaces.models import Role
@@ -160,7 +160,7 @@ def test_the_progress_partial_polls_while_parsing_and_stops_when_done(team, post
     assert "hx-swap-oob" not in again and "<html" not in again
 
     Upload.objects.filter(pk=upload.pk).update(bytes_read=0, lines_total=0)  # as it was
-    traces.parse_upload(upload.pk)
+    loading.parse_upload(upload.pk)
     done = text(team["auditor"].get(base, {"shown": "parsing"}, HTTP_HX_REQUEST="true"))
     assert "hx-trigger" not in done  # polling stops
     assert 'value="100.0"' in done

@@ -21,8 +21,9 @@ from studio.causal.examples import MERGE_GUARDS
 from studio.rules import guards as causal_guards
 from studio.rules import services as rules
 from studio.rules.models import CausalGuard, RuleSet
+from studio.traces.intake import create_upload
+from studio.traces.loading import parse_upload
 from studio.traces.models import Upload
-from studio.traces.services import create_upload, parse_upload
 from studio.traces.vocabulary import rebuild as rebuild_vocabulary
 from studio.workspaces.models import Role, Workspace
 from studio.workspaces.services import add_member, create_user, create_workspace

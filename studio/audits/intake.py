@@ -1,4 +1,13 @@
-"""Audit on arrival: an upload asked to be audited is monitored while it loads.
+"""Auditing uploads: the audit an upload asks for, monitored on arrival while it loads.
+
+Traces sits below audits, so this module hands traces what auditing offers an upload: the
+``UploadAuditing`` that ``studio.traces.intake`` consults when an upload asks to be audited
+(which rule set a client named, whether it can be audited, auditing a file sent again),
+registered when the apps are ready, and the ``BatchObserver`` that the upload task hands the
+loader (``observe_upload``): ``AuditOnArrival``, which monitors committed batches and starts the
+upload's audit in the transaction that marks it parsed.
+
+Audit on arrival: an upload asked to be audited is monitored while it loads.
 
 Reading a million events back from the database to audit them costs about as much as loading them
 did.  When the uploader asks for an audit (``Upload.audit_requested``), the rows the load has just
@@ -36,6 +45,7 @@ from __future__ import annotations
 
 import logging
 import queue
+import re
 
 from django.conf import settings
 from django.db import transaction
@@ -52,8 +62,8 @@ from studio.monitor.arrival import (
 )
 from studio.rules.models import RuleSet
 from studio.rules.monitoring import approved_versions, labeler_snapshot, rule_pairs
-from studio.traces.models import TraceSession, Upload
-from studio.traces.services import CommittedRows
+from studio.traces.loading import CommittedRows
+from studio.traces.models import TraceSession, Upload, UploadStatus
 from studio.workspaces.actions import LogAction
 from studio.workspaces.services import record
 
@@ -233,3 +243,82 @@ def _run_with_arrival_results(upload: Upload, arrival: ArrivalAudit, rule_set):
             log.error("upload %s: the monitoring process failed handing its results over (%s);"
                       " its sessions are audited by the run's batches", upload.pk, exc)
     return services.create_run(*arguments)
+
+
+class AuditOnArrival:
+    """The loader's ``BatchObserver`` for an upload (``studio.traces.loading``): the rows
+    committed go to its ``ArrivalAudit`` (None when its sessions are audited afterwards), and
+    the audit it asked for starts in the transaction that marks it parsed."""
+
+    def __init__(self, arrival: ArrivalAudit | None):
+        self.arrival = arrival
+        self.shares = arrival.shares if arrival is not None else 0
+
+    def committed(self, rows: CommittedRows, stored_before: dict[int, int | None]) -> None:
+        if self.arrival is not None:
+            self.arrival.observe(rows, stored_before)
+
+    def drain(self) -> None:
+        if self.arrival is not None:
+            self.arrival.drain()
+
+    def finished(self, upload: Upload, *, again: bool) -> None:
+        # Again after a lost connection: the results monitored on arrival may have been half
+        # handed over, so the run audits every session with its batches (only time is lost).
+        finish_upload_audit(upload, None if again else self.arrival)
+
+    def close(self) -> None:
+        if self.arrival is not None:
+            self.arrival.close()
+
+
+def observe_upload(upload: Upload, *, threaded: bool) -> AuditOnArrival:
+    """The observer of a claimed upload's load (the upload task hands it to the loader).  Also
+    for an upload that asked for no audit: one may be asked for while it loads."""
+    return AuditOnArrival(ArrivalAudit.begin(upload, threaded=threaded))
+
+
+# ---------------------------------------------------------------------------------------------
+# What an upload asking to be audited is offered (``studio.traces.intake.UploadAuditing``)
+
+# A database id as a client may write it: digits, within a bigint.
+_ID = re.compile(r"[0-9]{1,18}")
+
+
+class UploadAuditing:
+    """Registered with ``studio.traces.intake`` when the apps are ready (``AuditsConfig``)."""
+
+    def rule_set(self, workspace, raw: str | None) -> RuleSet | None:
+        """The rule set an upload asks to be audited with, from its id as sent (blank: none);
+        a ServiceError naming ``rule_set`` when it is not an id of this workspace's rule
+        sets."""
+        text = (raw or "").strip()
+        if not text:
+            return None
+        if not _ID.fullmatch(text):
+            raise ServiceError(f"rule_set must be a rule set's id (a whole number), not "
+                               f"{text[:40]!r}", field="rule_set")
+        found = RuleSet.objects.filter(workspace=workspace, pk=int(text)).first()
+        if found is None:
+            raise ServiceError("no such rule set in this workspace", field="rule_set",
+                               status=404)
+        return found
+
+    def refuse_unless_auditable(self, workspace, rule_set) -> None:
+        if rule_set is not None and rule_set.workspace_id != workspace.id:
+            raise ServiceError("no such rule set in this workspace", field="rule_set",
+                               status=404)
+        services.approved_versions_or_refuse(workspace, rule_set, field="audit")
+
+    def audit_again(self, upload: Upload, rule_set, by) -> None:
+        """The same file with an audit asked for: audit it now, or once its parse ends."""
+        with transaction.atomic():
+            locked = Upload.objects.select_for_update().get(pk=upload.pk)
+            if locked.status in (UploadStatus.RECEIVED, UploadStatus.PARSING):
+                if not locked.audit_requested:
+                    Upload.objects.filter(pk=locked.pk).update(audit_requested=True,
+                                                               audit_rule_set=rule_set)
+            else:  # parsed (or failed part-way: its stored events are audited)
+                run = services.start_audit(locked.workspace, rule_set, locked, by)
+                Upload.objects.filter(pk=locked.pk).update(audit_run=run)
+        upload.refresh_from_db()

@@ -1,8 +1,7 @@
-"""Uploads: the file stored once, parsed as a stream, its events bulk-loaded, nothing lost.
+"""Loading an upload: its stored file parsed as a stream, its events bulk-loaded, nothing lost.
 
-``create_upload`` streams the file to ``UPLOAD_ROOT`` while hashing it; the same file uploaded
-again to the same workspace is the same upload.  ``parse_upload`` (the Celery task's service) runs
-the format's parser over the stored file (in a child process for a big file on Postgres,
+``parse_upload`` (the Celery task's service; the file was received by ``studio.traces.intake``)
+runs the format's parser over the stored file (in a child process for a big file on Postgres,
 ``studio.traces.parsing``) and loads its events in batches, one transaction each:
 
 - sessions are looked up (created when new) and locked in bulk, so no other writer adds steps to
@@ -16,28 +15,28 @@ the format's parser over the stored file (in a child process for a big file on P
   in the same transaction, so a rerun after a crash resumes where the last batch ended and never
   stores an event twice.
 
+The caller may hand a ``BatchObserver`` (the upload task hands the audit on arrival,
+``studio.audits.intake``): it is shown each batch's rows once committed, and it finishes its work
+inside the transaction that marks the upload parsed.
+
 A lost database connection (Postgres restarted, the connection terminated) is not the upload's
 fault and spends no attempt: the batch in hand is written again on a new connection, in halves
 (each its own checkpoint), and so is the final step (``_Reconnects``); a database away for longer
 goes up to the task, which parses on from the checkpoint later (``worker.uploads``).  A failed
-upload resumes from its checkpoint (``resume_upload``), also when the same file is uploaded again.
+upload resumes from its checkpoint (``intake.resume_upload``), also when the same file is
+uploaded again.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
-import os
 import queue
-import re
-import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import datetime, timedelta
-from pathlib import Path
+from datetime import datetime
+from typing import Protocol
 
 from django.conf import settings
 from django.db import (
@@ -51,24 +50,20 @@ from django.db import (
 from django.db.models import F, OuterRef, Subquery
 from django.utils import timezone
 
-from studio import tasks
 from studio.bulkwork import fewer_collections
 from studio.connections import drop_broken_connection
-from studio.errors import Conflict, ServiceError
-from studio.workspaces.acting import acting_user
 from studio.workspaces.actions import LogAction
-from studio.workspaces.models import Workspace
 from studio.workspaces.services import record
 
 from . import formats, parsing, vocabulary
 from .copytext import DIRECT_COLUMNS, json_value, monitor_rows
 from .formats import LineError, OptionsError
+from .intake import stored_file
 from .models import Event, TraceSession, Upload, UploadError, UploadStatus
 from .parsing import Batch, BatchSizes, ParseFailed, ParseProcess, Row
 
 logger = logging.getLogger(__name__)
 
-CHUNK_BYTES = 1024 * 1024
 # One load transaction holds at most this many events or bytes of serialised events.
 BATCH_EVENTS = 20_000
 BATCH_BYTES = 16 * 1024 * 1024
@@ -95,230 +90,30 @@ def reconnect_seconds() -> float:
     return getattr(settings, "UPLOAD_RECONNECT_SECONDS", 60)
 
 
-# ---------------------------------------------------------------------------------------------
-# Receiving a file
+class BatchObserver(Protocol):
+    """Follows one load batch by batch (the audit on arrival, ``studio.audits.intake``)."""
 
-def upload_root() -> Path:
-    return Path(settings.UPLOAD_ROOT)
+    # Payloads per batch the observer wants, one per monitoring process (0: none).
+    shares: int
 
+    def committed(self, rows: CommittedRows, stored_before: dict[int, int | None]) -> None:
+        """Rows just committed, in file order (on the writing thread when the load has one);
+        ``stored_before``: each session's last step stored before them (None: it had none)."""
 
-def stored_file(upload: Upload) -> Path:
-    return upload_root() / upload.stored_path
+    def drain(self) -> None:
+        """On the parsing thread, between two batches and after the last one."""
 
+    def finished(self, upload: Upload, *, again: bool) -> None:
+        """Inside the transaction that marks ``upload`` (locked) parsed.  ``again``: the
+        transaction of an earlier call was lost with its connection, so what that call handed
+        over may be half done."""
 
-def _chunks(file):
-    if hasattr(file, "chunks"):  # a Django UploadedFile: from memory or its temporary file
-        yield from file.chunks(CHUNK_BYTES)
-        return
-    while chunk := file.read(CHUNK_BYTES):
-        yield chunk
-
-
-def create_upload(workspace: Workspace, file, format: str, options: dict | None = None,
-                  by=None, filename: str | None = None, audit: bool = False,
-                  rule_set=None) -> tuple[Upload, bool]:
-    """Store ``file`` and enqueue its parsing after commit.  Returns ``(upload, created)``: the
-    same file uploaded to the workspace before gives that upload back and adds nothing, except
-    that an upload which had failed is resumed (its ``resumed`` is then True).
-
-    ``audit``: audit the upload's sessions with the approved rules of ``rule_set`` (or of the
-    workspace) as it loads (``studio.audits.arrival``); for a file uploaded before, audit it now
-    (or once parsed)."""
-    options = options if options is not None else {}
-    try:
-        formats.check_options(format, options)
-    except OptionsError as exc:
-        raise ServiceError(exc.message, field=exc.field) from None
-    if audit:
-        _check_auditable(workspace, rule_set)
-    filename = (filename or getattr(file, "name", None) or "upload")
-    filename = os.path.basename(str(filename))[:255] or "upload"
-    incoming = upload_root() / "incoming"
-    incoming.mkdir(parents=True, exist_ok=True)
-    digest, size = hashlib.sha256(), 0
-    temporary: Path | None = None
-    try:
-        with tempfile.NamedTemporaryFile(dir=incoming, delete=False) as handle:
-            temporary = Path(handle.name)
-            for chunk in _chunks(file):
-                digest.update(chunk)
-                handle.write(chunk)
-                size += len(chunk)
-        sha256 = digest.hexdigest()
-        if size == 0:
-            raise ServiceError(f"{filename} is empty: there is nothing to import", field="file",
-                               status=422)
-        if format == "csv":  # a mapping naming a missing column is refused now, not later
-            with open(temporary, "rb") as stored:
-                try:
-                    formats.check_csv_header(stored, options)
-                except OptionsError as exc:
-                    raise ServiceError(exc.message, field=exc.field) from None
-        existing = Upload.objects.filter(workspace=workspace, sha256=sha256).first()
-        if existing is not None:
-            return _again(existing, format, options, audit, rule_set, by), False
-        relative = Path(str(workspace.pk)) / sha256
-        (upload_root() / relative).parent.mkdir(parents=True, exist_ok=True)
-        os.replace(temporary, upload_root() / relative)
-        try:
-            with transaction.atomic():
-                upload = Upload.objects.create(
-                    workspace=workspace, uploaded_by=acting_user(by), filename=filename,
-                    format=format, options=options, sha256=sha256, size=size,
-                    stored_path=str(relative), audit_requested=audit,
-                    audit_rule_set=rule_set if audit else None)
-                record(workspace, by, LogAction.UPLOAD_CREATED, upload, filename=filename,
-                       format=format,
-                       sha256=sha256, size=size, audit=audit,
-                       rule_set=rule_set.name if audit and rule_set is not None else None)
-                enqueue_parse(upload.pk)
-        except IntegrityError:
-            # The same file, uploaded at the same moment: the first one stored is the upload.
-            existing = Upload.objects.filter(workspace=workspace, sha256=sha256).first()
-            if existing is None:
-                raise
-            return _again(existing, format, options, audit, rule_set, by), False
-        return upload, True
-    finally:
-        if temporary is not None:
-            temporary.unlink(missing_ok=True)
+    def close(self) -> None:
+        """The load is over (whatever its outcome)."""
 
 
-def _check_auditable(workspace: Workspace, rule_set) -> None:
-    from studio.audits.services import approved_versions_or_refuse
-
-    if rule_set is not None and rule_set.workspace_id != workspace.id:
-        raise ServiceError("no such rule set in this workspace", field="rule_set", status=404)
-    approved_versions_or_refuse(workspace, rule_set, field="audit")
-
-
-# A database id as a client may write it: digits, within a bigint.
-_ID = re.compile(r"[0-9]{1,18}")
-
-
-def audit_rule_set(workspace: Workspace, raw: str | None):
-    """The rule set an upload asks to be audited with, from its id as sent (blank: none); a
-    ServiceError naming ``rule_set`` when it is not an id of this workspace's rule sets."""
-    from studio.rules.models import RuleSet
-
-    text = (raw or "").strip()
-    if not text:
-        return None
-    if not _ID.fullmatch(text):
-        raise ServiceError(f"rule_set must be a rule set's id (a whole number), not {text[:40]!r}",
-                           field="rule_set")
-    found = RuleSet.objects.filter(workspace=workspace, pk=int(text)).first()
-    if found is None:
-        raise ServiceError("no such rule set in this workspace", field="rule_set", status=404)
-    return found
-
-
-def _again(existing: Upload, format: str, options: dict, audit: bool = False, rule_set=None,
-           by=None) -> Upload:
-    if existing.format != format or (existing.options or {}) != options:
-        raise Conflict(f"this file was already uploaded to this workspace as upload "
-                       f"#{existing.pk} (format {existing.format}, options "
-                       f"{json.dumps(existing.options or {})}); a file is imported once",
-                       field="file")
-    if existing.status == UploadStatus.RECEIVED:
-        # Its parse task may never have reached a broker; enqueueing again is harmless.
-        enqueue_parse(existing.pk)
-    resumed = False
-    if existing.status == UploadStatus.FAILED:
-        # Sending the file again is how a person retries: it parses on from where it stopped.
-        try:
-            existing = resume_upload(existing, by)
-            resumed = True
-        except Conflict:
-            existing.refresh_from_db()  # resumed by someone else meanwhile
-    if audit:
-        _audit_again(existing, rule_set, by)
-    existing.resumed = resumed
-    return existing
-
-
-def resume_upload(upload: Upload, by=None) -> Upload:
-    """Parse a failed upload again from its checkpoint, with fresh attempts: the batches it
-    loaded stay and are skipped, so every event ends up stored once.  A ``Conflict`` when the
-    upload has not failed (nothing to resume)."""
-    with transaction.atomic():
-        locked = (Upload.objects.select_for_update().select_related("workspace")
-                  .get(pk=upload.pk))
-        if locked.status != UploadStatus.FAILED:
-            raise Conflict(f"upload #{locked.pk} is {locked.status}, not failed; there is "
-                           "nothing to resume")
-        failure = locked.error
-        locked.status, locked.attempts, locked.error = UploadStatus.RECEIVED, 0, ""
-        # Not started again yet: beat's sweeper enqueues it again if the broker loses the task.
-        locked.started_at, locked.finished_at, locked.requeued_at = None, None, timezone.now()
-        locked.save(update_fields=["status", "attempts", "error", "started_at", "finished_at",
-                                   "requeued_at"])
-        record(locked.workspace, by, LogAction.UPLOAD_RESUMED, locked, items_done=locked.items_done,
-               events=locked.events_stored, failure=failure[:500])
-        enqueue_parse(locked.pk)
-    return locked
-
-
-def _audit_again(existing: Upload, rule_set, by) -> None:
-    """The same file with an audit asked for: audit it now, or once its parse ends."""
-    from studio.audits.services import start_audit
-
-    with transaction.atomic():
-        locked = Upload.objects.select_for_update().get(pk=existing.pk)
-        if locked.status in (UploadStatus.RECEIVED, UploadStatus.PARSING):
-            if not locked.audit_requested:
-                Upload.objects.filter(pk=locked.pk).update(audit_requested=True,
-                                                           audit_rule_set=rule_set)
-        else:  # parsed (or failed part-way: its stored events are audited)
-            run = start_audit(locked.workspace, rule_set, locked, by)
-            Upload.objects.filter(pk=locked.pk).update(audit_run=run)
-    existing.refresh_from_db()
-
-
-def enqueue_parse(upload_id: int, after_commit: bool = True) -> None:
-    """Parse the upload in a worker, once the current transaction commits (or at once)."""
-
-    def unavailable(exc) -> None:
-        # The upload is stored and stays "received"; beat's sweeper enqueues it again within a
-        # minute or two (as does uploading the same file again).
-        logger.warning("upload %s: the broker is unavailable; parsing not enqueued", upload_id)
-
-    tasks.enqueue(tasks.PARSE_UPLOAD, upload_id, after_commit=after_commit,
-                  unavailable=unavailable)
-
-
-# An upload no worker has claimed this long after it was accepted is enqueued again.
-NEVER_STARTED_SECONDS = 60
-
-
-def requeue_stalled_uploads(stall_seconds: float | None = None) -> list[int]:
-    """Enqueue again the parse of every upload still received or parsing whose last sign of
-    life (created, claimed, requeued) is older than ``stall_seconds`` (default
-    ``settings.AUDIT_STALL_SECONDS``, longer than a task may run): its task was lost.  A parse
-    that is in fact still running makes the duplicate stand down (``_Superseded``).  An upload
-    never started is enqueued again sooner, after ``NEVER_STARTED_SECONDS``."""
-    stall = settings.AUDIT_STALL_SECONDS if stall_seconds is None else stall_seconds
-    now = timezone.now()
-    cutoff = now - timedelta(seconds=stall)
-    requeued = []
-    waiting = (Upload.objects.filter(status__in=[UploadStatus.RECEIVED, UploadStatus.PARSING],
-                                     created_at__lt=cutoff)
-               .exclude(started_at__gte=cutoff).exclude(requeued_at__gte=cutoff))
-    # Never started a minute after it was received (or last enqueued): its task most likely
-    # never reached the broker (down when the upload was accepted).  Enqueued again once a
-    # minute until a worker claims it; a duplicate finds it claimed and does nothing.
-    recent = now - timedelta(seconds=NEVER_STARTED_SECONDS)
-    never_started = (Upload.objects.filter(status=UploadStatus.RECEIVED, started_at__isnull=True,
-                                           created_at__lt=recent)
-                     .exclude(requeued_at__gte=recent))
-    for upload in (waiting | never_started).only("id", "requeued_at"):
-        if Upload.objects.filter(pk=upload.pk, requeued_at=upload.requeued_at).update(
-                requeued_at=now):
-            logger.warning("upload %s not started, or no progress for %.0f s: parse enqueued "
-                           "again", upload.pk, stall)
-            enqueue_parse(upload.pk, after_commit=False)  # the claim above is committed
-            requeued.append(upload.pk)
-    return requeued
+# Makes the observer of a claimed upload: ``observe(upload, threaded=...)``, None for none.
+ObserverFactory = Callable[..., "BatchObserver | None"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -328,9 +123,11 @@ class _Superseded(Exception):
     """Another run of the same upload has moved it on; this one stops."""
 
 
-def parse_upload(upload_id: int, after_lost_connection: bool = False) -> Upload | None:
+def parse_upload(upload_id: int, after_lost_connection: bool = False,
+                 observe: ObserverFactory | None = None) -> Upload | None:
     """Parse and load a stored upload.  Idempotent: a finished upload is left alone, and a rerun
-    of an interrupted one resumes after the last loaded batch.
+    of an interrupted one resumes after the last loaded batch.  ``observe`` makes the
+    ``BatchObserver`` of the load (the upload task hands the audit on arrival's).
 
     Lost connections are retried here while the database comes back quickly (``_Reconnects``);
     one that outlasts that is raised as it is, and the task parses the upload again with
@@ -343,7 +140,7 @@ def parse_upload(upload_id: int, after_lost_connection: bool = False) -> Upload 
         if problem is not None:
             _fail(upload, problem)
             return Upload.objects.filter(pk=upload_id).first()
-        _parse(upload)
+        _parse(upload, observe)
     except _Superseded:
         pass
     except OptionsError as exc:
@@ -444,36 +241,34 @@ def _batches(upload: Upload, skip: int, shares: int,
         yield parsing.batches(items, handle, skip, sizes, shares=shares)
 
 
-def _parse(upload: Upload) -> None:
-    from studio.audits.arrival import ArrivalAudit  # audits import traces
-
+def _parse(upload: Upload, observe: ObserverFactory | None) -> None:
     # With Postgres, batches are written on a thread of their own while the parser reads on: the
     # database checks and indexes one batch while Python parses the next.  Not inside a caller's
     # transaction (tests), whose rows another connection could not see.
     threaded = connection.vendor == "postgresql" and not connection.in_atomic_block
-    arrival = ArrivalAudit.begin(upload, threaded=threaded)
+    observer = observe(upload, threaded=threaded) if observe is not None else None
     try:
         with fewer_collections():
-            _load_and_finish(upload, arrival, threaded)
+            _load_and_finish(upload, observer, threaded)
     finally:
-        if arrival is not None:
-            arrival.close()
+        if observer is not None:
+            observer.close()
 
 
-def _load_and_finish(upload: Upload, arrival, threaded: bool) -> None:
+def _load_and_finish(upload: Upload, observer: BatchObserver | None, threaded: bool) -> None:
     started = time.monotonic()
-    store = _Store(upload, arrival)
+    store = _Store(upload, observer)
     sink = _Background(store) if threaded else store
     done = upload.items_done
-    shares = arrival.shares if arrival is not None else 0
+    shares = observer.shares if observer is not None else 0
 
     def load(batches) -> None:
         nonlocal done
         for batch in batches:
             sink.put(batch)
             done = batch.start + len(batch.items)
-            if arrival is not None:
-                arrival.drain()  # what the writer committed meanwhile
+            if observer is not None:
+                observer.drain()  # what the writer committed meanwhile
 
     # A big file loaded with threads is parsed in a child process (PARSE_PROCESS_MIN_BYTES).
     in_child = threaded and upload.size >= settings.PARSE_PROCESS_MIN_BYTES
@@ -494,21 +289,21 @@ def _load_and_finish(upload: Upload, arrival, threaded: bool) -> None:
     finally:
         if threaded:
             sink.stop()
-        if arrival is not None:
-            arrival.drain()  # what the writer committed last
+        if observer is not None:
+            observer.drain()  # what the writer committed last
     loaded = time.monotonic()
     reconnects = _Reconnects(upload.pk)
+    again = False
     while True:
         try:
-            with connection.wrap_database_errors:  # the audit's COPYs raise psycopg's errors
-                outcome = _finish(upload, done, store, arrival)
+            with connection.wrap_database_errors:  # the observer's COPYs raise psycopg's errors
+                outcome = _finish(upload, done, store, observer, again)
             break
         except (OperationalError, InterfaceError) as exc:
             if not reconnects.retry(exc, "the final step"):
                 raise
-            # The results monitored on arrival may have been half handed over: the run audits
-            # every session with its batches instead (nothing is lost, only time).
-            arrival = None
+            # What the observer handed over may be half done: it is told (nothing is lost).
+            again = True
     if outcome is None:
         return
     locked, finished = outcome
@@ -520,12 +315,11 @@ def _load_and_finish(upload: Upload, arrival, threaded: bool) -> None:
                 upload.pk, locked.events_stored, *phases.values(), extra={"phases": phases})
 
 
-def _finish(upload: Upload, done: int, store: _Store, arrival) -> tuple[Upload, float] | None:
-    """In one transaction, mark the loaded upload parsed (and start the audit it asked for) or
-    failed when no line was an event (None).  A commit whose answer a lost connection swallowed
-    is found done when this runs again (``_Superseded``)."""
-    from studio.audits.arrival import finish_upload_audit
-
+def _finish(upload: Upload, done: int, store: _Store, observer: BatchObserver | None,
+            again: bool) -> tuple[Upload, float] | None:
+    """In one transaction, mark the loaded upload parsed (and let the observer finish: the
+    audit it asked for starts) or failed when no line was an event (None).  A commit whose
+    answer a lost connection swallowed is found done when this runs again (``_Superseded``)."""
     with transaction.atomic():
         locked = Upload.objects.select_for_update().get(pk=upload.pk)
         if locked.status != UploadStatus.PARSING or locked.items_done != done:
@@ -547,7 +341,8 @@ def _finish(upload: Upload, done: int, store: _Store, arrival) -> tuple[Upload, 
         locked.save(update_fields=["status", "bytes_read", "finished_at"])
         record(locked.workspace, None, LogAction.UPLOAD_PARSED, locked, lines=locked.lines_total,
                bad_lines=locked.lines_bad, events=locked.events_stored)
-        finish_upload_audit(locked, arrival)
+        if observer is not None:
+            observer.finished(locked, again=again)
         finished = time.monotonic()
     return locked, finished
 
@@ -686,9 +481,9 @@ def _values_of(row: Row) -> tuple:
 
 class _Store:
     """Writes one batch in one transaction: events, line errors, counters and checkpoint.
-    ``observer`` (an audit on arrival) is shown each batch's stored rows once committed."""
+    ``observer`` is shown each batch's stored rows once committed."""
 
-    def __init__(self, upload: Upload, observer=None):
+    def __init__(self, upload: Upload, observer: BatchObserver | None = None):
         self.copied: str | None = None
         self.events_read = 0  # lines the parser read as events (stored or not) in this run
         self.upload = upload
@@ -794,7 +589,7 @@ class _Store:
         self.events_read += len(rows)
         self.position = batch.position
         if self.observer is not None and stored:
-            self.observer.observe(CommittedRows(stored, self.copied, batch.payloads), before)
+            self.observer.committed(CommittedRows(stored, self.copied, batch.payloads), before)
         return True
 
     # -- one batch -----------------------------------------------------------------------------
