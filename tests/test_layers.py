@@ -27,7 +27,7 @@ LAYERS = [
     "studio.tasks",
     # the pure core (no Django): the formal logic, the English reader that targets it, labeling,
     # monitors, causal monitors, risk, grounding
-    "studio.logic", "studio.english", "studio.labeling", "studio.monitor", "studio.causal",
+    "studio.logic", "studio.labeling", "studio.english", "studio.monitor", "studio.causal",
     "studio.risk", "studio.grounding",
     # files for people to open (CSV): neutralises what a spreadsheet would run or hide
     "studio.exports",
