@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from studio.monitor import SessionMonitor
+from studio.monitor.anticipation import SessionAnticipation
 from studio.monitor.monitors import InstanceMonitor, label_names
 from studio.traces.models import Event, TraceSession
 
@@ -109,7 +110,6 @@ def complete_verdicts(run: AuditRun, session: TraceSession) -> dict[str, dict] |
     ``COMPLETE_REPLAY_LIMIT`` events."""
     if Event.objects.filter(session=session).count() > COMPLETE_REPLAY_LIMIT:
         return None
-    from studio.monitor.anticipation import SessionAnticipation
 
     ruleset, labeling, _ = prepared_rules(run)
     monitor = SessionMonitor(ruleset, witnesses=False)

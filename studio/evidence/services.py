@@ -16,12 +16,14 @@ from django.db import transaction
 from django.utils import timezone
 
 from studio.errors import ServiceError
-from studio.logic import cases as pure
-from studio.logic import data_review, review
+from studio.logic import cases as pure, data_review, review
+from studio.logic.library_cases import cases_for
 from studio.logic.parser import FormulaSyntaxError, parse
 from studio.monitor import RuleError, RuleSet
 from studio.monitor.cases import run_case
 from studio.rules.models import Rule, RuleVersion
+from studio.rules.monitoring import labeling_for
+from studio.traces.models import Event, TraceSession
 from studio.workspaces.acting import acting_user
 from studio.workspaces.actions import LogAction
 from studio.workspaces.services import record
@@ -125,9 +127,6 @@ def case_from_session(rule: Rule, actor, session_id: int, from_step: int | None,
     """A case made of a stored session's steps ``from_step`` to ``to_step`` (both included),
     labelled by the workspace's labelers as an audit labels them; ``at_step`` counts from the
     first step taken."""
-    from studio.rules.monitoring import labeling_for
-    from studio.traces.models import Event, TraceSession
-
     session = TraceSession.objects.filter(workspace=rule.workspace, pk=session_id).first()
     if session is None:
         raise ServiceError(f"no session {session_id} in this workspace", field="session_id",
@@ -187,8 +186,6 @@ def case_from_trace(version: RuleVersion, actor, which: str) -> RuleCase:
 
 def install_library_cases(rule: Rule, actor, rule_name: str) -> int:
     """The library's cases of the library rule ``rule_name`` added to ``rule``; how many."""
-    from studio.logic.library_cases import cases_for
-
     try:
         found = cases_for(rule_name)
     except KeyError:

@@ -55,8 +55,9 @@ from studio.errors import ServiceError
 from studio.labeling.llm import LLMError
 from studio.live.context import MONITOR_LOCK, context_for, live_versions
 from studio.live.events import SOURCE_LIVE
-from studio.risk.predictor import RiskModel, Traces
-from studio.rules.models import RuleVersion
+from studio.risk.abstraction import Abstraction
+from studio.risk.predictor import ANY_RULE, RiskModel, Traces
+from studio.rules.models import Labeler, Rule, RuleSet, RuleVersion, VersionStatus
 from studio.rules.monitoring import ruleset_for
 from studio.traces.models import TraceSession
 from studio.workspaces.acting import acting_user
@@ -64,6 +65,7 @@ from studio.workspaces.actions import LogAction
 from studio.workspaces.models import Workspace
 from studio.workspaces.services import record
 
+from .drawing import RiskPoint
 from .models import LearnedRiskModel, ModelStatus
 
 log = logging.getLogger(__name__)
@@ -354,8 +356,6 @@ def ruleset_of(versions) -> object:
 
 
 def _learn(row: LearnedRiskModel, phases: dict[str, float]) -> tuple[RiskModel, dict]:
-    from studio.risk.abstraction import Abstraction
-
     workspace = row.workspace
     with _phase(phases, "rules and sessions to read"):
         ruleset = ruleset_of(row.versions)
@@ -522,8 +522,6 @@ def _after_commit(workspace_id: int | None = None, labelers: bool = False,
         return
 
     def run():
-        from studio.rules.models import Rule
-
         try:
             found = workspace_id
             if found is None:
@@ -539,8 +537,6 @@ def _after_commit(workspace_id: int | None = None, labelers: bool = False,
 
 
 def _rule_version_changed(sender, instance, **kwargs):
-    from studio.rules.models import VersionStatus
-
     if kwargs.get("signal_name") == "save" and instance.status != VersionStatus.APPROVED:
         return
     rule = sender._meta.get_field("rule")
@@ -571,8 +567,6 @@ def connect_relearning() -> None:
     """Connect the signals that ask for a model again when the live rules may have changed."""
     from django.db.models.signals import m2m_changed, post_delete, post_save
 
-    from studio.rules.models import Labeler, Rule, RuleSet
-
     post_save.connect(_saved_version, sender=RuleVersion, dispatch_uid="guard-learn-version")
     post_delete.connect(_rule_version_changed, sender=RuleVersion,
                         dispatch_uid="guard-learn-del-version")
@@ -598,10 +592,6 @@ def session_risks(model: RiskModel, session_id: int, labeling, horizon: int,
     """Per stored event of the session (at most REPLAY_MAX_EVENTS), the risk of breaking any
     rule within ``horizon`` steps from the state it led to (read as the guard's policy reads
     it: ``guarded``), as ``drawing.RiskPoint``."""
-    from studio.risk.predictor import ANY_RULE
-
-    from .drawing import RiskPoint
-
     labelled, steps, previous = [], [], None
     for row in session_events([session_id]):
         event = monitor_event(row)

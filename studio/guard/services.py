@@ -36,6 +36,7 @@ from studio.risk.guard import ALLOW, ASK_HUMAN, STOP, Assessment, Policy, Policy
 from studio.risk.predictor import ANY_RULE
 from studio.risk.sampling import sample_risk
 from studio.rules.models import RuleSet
+from studio.rules.services import roles_of
 from studio.workspaces.acting import acting_user
 from studio.workspaces.actions import LogAction
 from studio.workspaces.models import Role, Workspace
@@ -70,8 +71,6 @@ def policy_of(ruleset: RuleSet) -> Policy:
 def set_policy(ruleset: RuleSet, data: Any, actor=None) -> Policy:
     """Replace the rule set's guard policy (authors and admins); a policy that does not fit is
     refused with the field named (422)."""
-    from studio.rules.services import roles_of
-
     workspace = ruleset.workspace
     if not {Role.AUTHOR, Role.ADMIN} & roles_of(workspace, actor):
         raise PermissionDenied("only rule authors and administrators set guard policies")
@@ -473,8 +472,6 @@ def pending_decisions(workspace: Workspace, limit: int = PENDING_PAGE,
 def resolve(workspace: Workspace, pk: int, actor, approve: bool, note: str = "") -> GuardDecision:
     """A reviewer approves (the agent may go ahead: ``allow``) or denies (``stop``) a pending
     decision; recorded in the audit log.  An answered or expired one is a conflict (409)."""
-    from studio.rules.services import roles_of
-
     if Role.REVIEWER not in roles_of(workspace, actor):
         raise PermissionDenied("only reviewers answer the guard's questions")
     if not isinstance(note, str) or len(note) > 2_000:

@@ -12,6 +12,7 @@ from studio.errors import ServiceError
 from studio.traces.models import TraceSession
 from studio.workspaces.actions import LogAction
 from studio.workspaces.models import Workspace
+from studio.workspaces.services import record
 
 from .context import MONITOR_LOCK, Context, context_for
 from .errors import LabelerUnavailable, labelers_answer
@@ -61,7 +62,6 @@ def end_session(workspace: Workspace, session_external_id: str, actor=None, *,
         session.ended_at = timezone.now()
         session.monitor_state = snapshot_of(live)
         session.save(update_fields=["ended_at", "monitor_state"])
-        from studio.workspaces.services import record
 
         record(workspace, actor, LogAction.LIVE_SESSION_ENDED, session,
                session=session.external_id, reason=reason, steps=session.steps,

@@ -11,17 +11,19 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from studio.english import Formalisation, formalise as offline_formalise
+from studio.english.base import Reading
 from studio.errors import ServiceError
 from studio.grounding.candidates import ground_by_evidence
 from studio.grounding.flags import reading_flags
 from studio.grounding.sketch import sketched, with_sketch
 from studio.logic import data_review, review, wording
-from studio.english import Formalisation
-from studio.english import formalise as offline_formalise
-from studio.english.base import Reading
 from studio.logic.finite import holds
 from studio.logic.formula import Formula
 from studio.logic.parser import FormulaSyntaxError, parse
+from studio.logic.progression import is_invariant
+from studio.monitor.verdicts import (COUNTING_LABELS, COUNTING_SENTENCES, CountingError,
+                                     check_counting)
 
 from .sampling import event_words
 
@@ -226,10 +228,6 @@ def _find(formula: Formula, satisfying: bool):
 def counting_aids(formula: Formula, counting: str | None) -> dict:
     """How the version counts violations: ``mode``, ``label`` and the English ``sentence``
     (``counting`` None: the default for the formula's form)."""
-    from studio.logic.progression import is_invariant
-    from studio.monitor.verdicts import (COUNTING_LABELS, COUNTING_SENTENCES, CountingError,
-                                         check_counting)
-
     try:
         mode = check_counting(counting, is_invariant(formula))
     except CountingError as exc:
@@ -250,8 +248,6 @@ def review_aids(text: str, compare_to: str | None = None, counting: str | None =
     aids: dict = {"formula": formula.text, "english": wording.explain(formula),
                   "counting": counting_aids(formula, counting)}
     if compare_counting and compare_counting != aids["counting"]["mode"]:
-        from studio.monitor.verdicts import COUNTING_LABELS
-
         aids["counting_before"] = COUNTING_LABELS.get(compare_counting, compare_counting)
     try:
         aids["satisfying"] = _trace(_find(formula, True))

@@ -26,6 +26,7 @@ from studio.logic.parser import FormulaSyntaxError, parse
 from studio.logic.progression import is_invariant
 from studio.monitor import RuleError, compile_rule
 from studio.monitor.verdicts import CountingError, check_counting, default_counting
+from studio.traces.models import Upload, UploadStatus
 from studio.workspaces.acting import acting_token, acting_user
 from studio.workspaces.actions import LogAction
 from studio.workspaces.models import Membership, Role, Workspace
@@ -33,6 +34,7 @@ from studio.workspaces.services import record
 
 from .evidence import evidence
 from .models import Labeler, Rule, RuleSet, RuleVersion, VersionStatus
+from .sampling import formula_flags
 from .vocabulary import formula_warnings, vocabulary_for, warnings_summary
 
 NAME_MAX = 100
@@ -344,8 +346,6 @@ def _review(version: RuleVersion, actor, outcome: str, comment: str) -> RuleVers
 def _flags_for_record(workspace, version: RuleVersion) -> dict:
     """What the approved version would flag on the newest stored sessions, as the review page
     showed it: the counts and the note (a version that would never fire says so)."""
-    from .sampling import formula_flags
-
     found = formula_flags(workspace, parse(version.formula))
     return {k: found[k] for k in ("flagged", "sampled", "fired", "kind", "note")}
 
@@ -458,7 +458,6 @@ def set_live(rule_set: RuleSet, actor, live: bool) -> RuleSet:
 @transaction.atomic
 def delete_rule_set(rule_set: RuleSet, actor) -> None:
     # Audit runs keep their rule versions; their link to the set is cleared (SET_NULL).
-    from studio.traces.models import Upload, UploadStatus
 
     # Uploads still loading that asked to be audited with this set will not be: auditing them
     # with every rule instead would not be what was asked for.
