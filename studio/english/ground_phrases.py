@@ -9,8 +9,8 @@ from studio.logic import formula as fm
 from studio.logic.formula import Formula
 
 from .ground_atoms import _acronyms, _score, ground_atom, ground_ties
-from .stems import _stem, _STEMMED_GENERIC, _STEMMED_SYNONYMS, _UNIT_WORDS, stem, words_of
-
+from .lexicon import IRREGULAR_PARTICIPLES
+from .stems import _STEMMED_GENERIC, _STEMMED_SYNONYMS, _UNIT_WORDS, _stem, stem, words_of
 
 # Words a phrase may carry beyond its vocabulary entry without changing what it names.
 _IGNORABLE = frozenset(_stem(w) for w in (
@@ -287,7 +287,6 @@ _COMPASS = frozenset({"north", "south", "east", "west", "northeast", "northwest"
 
 
 def _not_a_value(word: str) -> bool:
-    from .lexicon import IRREGULAR_PARTICIPLES
     return (word in _NOT_VALUES or word in IRREGULAR_PARTICIPLES
             or (len(word) > 4 and word.endswith("ed")) or word.endswith("ing"))
 

@@ -22,14 +22,15 @@ from dataclasses import dataclass, field
 from studio.logic import formula as fm
 from studio.logic.formula import Formula
 
-from .ground_atoms import (_PEOPLE, _reply, _score, _speaker, _tells_about, _tool_result,
-    ground_atom, ground_ties, Grounding)
-from .ground_phrases import (_carrier, _COMPASS, _const, _flipped_state, _KIND_ARGUMENTS, _LINKING,
-    _NAMING_ARGUMENTS, _not_a_value, _NOT_VALUE_STEMS, _opposite_call, _path_type,
-    _PLACE_ARGUMENTS, _RESTRICTING, _value_fields, _written_value, ground_change, ground_path,
-    ground_phrase, guess_kind)
-from .stems import _OTHER_SIDE, _stem, _STEMMED_GENERIC, _STEMMED_SYNONYMS, _UNIT_WORDS, words_of
-
+from .ground_atoms import (_PEOPLE, Grounding, _reply, _score, _speaker, _tells_about, _tool_result,
+                           ground_atom, ground_ties)
+from .ground_phrases import (_COMPASS, _KIND_ARGUMENTS, _LINKING, _NAMING_ARGUMENTS,
+                             _NOT_VALUE_STEMS, _PLACE_ARGUMENTS, _RESTRICTING, _carrier, _const,
+                             _flipped_state, _not_a_value, _opposite_call, _path_type,
+                             _value_fields, _written_value, ground_change, ground_path,
+                             ground_phrase, guess_kind)
+from .lexicon import IRREGULAR_PARTICIPLES
+from .stems import _OTHER_SIDE, _STEMMED_GENERIC, _STEMMED_SYNONYMS, _UNIT_WORDS, _stem, words_of
 
 GROUNDINGS = ("drop", "keep", "invent")
 
@@ -477,7 +478,6 @@ def _compared_subjects(g: Formula, invented, atoms, paths) -> list[Formula]:
 
 
 def _participle(word: str) -> bool:
-    from .lexicon import IRREGULAR_PARTICIPLES
     return word in IRREGULAR_PARTICIPLES or (len(word) > 4 and word.endswith("ed"))
 
 

@@ -5,15 +5,15 @@ from __future__ import annotations
 import re
 
 from studio.logic import formula as fm
-from studio.logic.formula import (And, Atom, Compare, F, FBounded, Formula, G, Implies, Not, Or, S,
-    WX, X, Y)
-
+from studio.logic.formula import (WX, And, Atom, Compare, F, FBounded, Formula, G, Implies, Not, Or,
+                                  S, X, Y)
 from studio.logic.review import ReviewLimitError, distinguishing_trace
 from studio.logic.wording import explain
-from .base import Formalisation
+
+from .base import Formalisation, Reading
+from .grounding import ground, said_by_agent
 from .reader import _Reader
 from .tokens import NotUnderstood
-
 
 # ---------------------------------------------------------------------------------------------
 # Several readings, grounding and a name
@@ -66,8 +66,6 @@ _WORDS_LEFT = {"keep": "the words the logs do not show restrict the event (an in
 
 
 def _answer(read: list, vocabulary, engine: str, english: str = "") -> Formalisation:
-    from .base import Reading
-    from .grounding import ground, said_by_agent
 
     invented: list[str] = []
     quoted: dict[str, str] = {}
@@ -244,8 +242,6 @@ def _no_log_can_mean(f: Formula) -> bool:
 
 def _trivial(f: Formula) -> bool:
     """Whether ``f`` holds on every session or on none: no rule anyone means."""
-    from studio.logic.review import ReviewLimitError, distinguishing_trace
-
     if f is fm.TRUE or f is fm.FALSE:
         return True
     if any(g.op in ("U", "W") and g.args[1] is fm.FALSE for g in f.subformulas()):

@@ -14,11 +14,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from studio.logic import formula as fm
 from studio.english.base import Formalisation, Reading
 from studio.english.ground_atoms import Grounding
 from studio.english.stems import words_of
+from studio.logic import formula as fm
 from studio.logic.formula import Formula
+from studio.logic.parser import parse
 from studio.logic.wording import explain
 
 from .candidates import GENERIC_WORDS, common_words, own_values, value_candidates
@@ -229,8 +230,6 @@ def _order(english: str, mentions: list[Mention], events: list[Formula]):
 
 
 def _parse(text: str) -> Formula:
-    from studio.logic.parser import parse
-
     return parse(text)
 
 

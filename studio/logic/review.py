@@ -61,6 +61,7 @@ from functools import lru_cache
 from . import formula as fm
 from .finite import holds
 from .formula import FALSE, TRUE, Formula
+from .parser import parse
 from .past import initial_memory, past_step
 from .progression import Progressor, nnf
 
@@ -94,7 +95,6 @@ class ReviewLimitError(ValueError):
 def _as_formula(f: Formula | str) -> Formula:
     if isinstance(f, Formula):
         return f
-    from .parser import parse
 
     return parse(f)
 

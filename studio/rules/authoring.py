@@ -13,6 +13,7 @@ from dataclasses import replace
 
 from studio.english import Formalisation, formalise as offline_formalise
 from studio.english.base import Reading
+from studio.english.llm import LLMFormaliser, same_reading
 from studio.errors import ServiceError
 from studio.grounding.candidates import ground_by_evidence
 from studio.grounding.flags import reading_flags
@@ -67,7 +68,6 @@ def formalise(english: str, engine: str = "offline", atoms: tuple[str, ...] = ()
         result = with_sketch(offline_formalise(english, vocabulary=vocabulary), english,
                              vocabulary)
         return _formalisation(result, vocabulary, choices, sample)
-    from studio.english.llm import LLMFormaliser
 
     model = LLMFormaliser(client, atoms=atoms, vocabulary=vocabulary).formalise(english)
     offline = with_sketch(offline_formalise(english, vocabulary=vocabulary), english, vocabulary)
@@ -103,8 +103,6 @@ def _both_engines(model: Formalisation, offline: Formalisation) -> tuple[Formali
     """The model's readings, then the offline grammar's that none of them means (each
     ``why`` naming its engine), as one ``Formalisation``; and a sentence when the engines'
     first readings differ."""
-    from studio.english.llm import same_reading
-
     mine = _readings_of(model)
     theirs = _readings_of(offline)
     if not mine:
