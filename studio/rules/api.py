@@ -173,7 +173,7 @@ class LabelerIn(Schema):
     config: dict[str, Any] = Field(
         description='field: {"path", "op", "value"}; regex: {"path", "pattern", "flags"}; '
                     'llm: {"description", "fields", "model", "batch_size"} (an LLM asked '
-                    'whether the description holds at each step; see the README)')
+                    'whether the description holds at each step; see docs/llm.md)')
     description: Text = Field("", max_length=LONG_TEXT)
     enabled: bool = True
 

@@ -3,7 +3,7 @@ parse feedback), a reviewer approves it, an auditor uploads a real TextWorld log
 reads the report and opens a violation's witness.
 
 With ``STUDIO_SCREENSHOTS=1`` the main pages are also saved as PNGs under docs/screenshots/
-(the README shows them): ``STUDIO_SCREENSHOTS=1 .venv/bin/python -m pytest tests/browser``.
+(docs/browser.md shows them): ``STUDIO_SCREENSHOTS=1 .venv/bin/python -m pytest tests/browser``.
 """
 
 from __future__ import annotations
