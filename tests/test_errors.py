@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import pytest
@@ -11,6 +10,7 @@ import pytest
 from studio import errors
 from studio.workspaces import services as ws
 from tests.api.world import Api, world  # noqa: F401
+from tests.test_layers import imports_in, module_name
 
 STUDIO = Path(__file__).resolve().parent.parent / "studio"
 
@@ -62,20 +62,12 @@ def test_the_errors_are_one_family():
 
 
 def _imported_modules(path: Path) -> set[str]:
-    """Every module ``path`` imports, function-local imports included, relative ones resolved."""
-    package = ".".join(path.relative_to(STUDIO.parent).with_suffix("").parts[:-1])
+    """Every module ``path`` imports (and every ``module.name`` it takes), function-local
+    imports included, relative ones resolved: the finder tests/test_layers.py checks."""
     found = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")[:len(package.split(".")) - node.level + 1]
-                module = ".".join(base + ([node.module] if node.module else []))
-            else:
-                module = node.module
-            found.add(module)
-            found.update(f"{module}.{alias.name}" for alias in node.names)
+    for _, module, name in imports_in(path.read_text(), module_name(path),
+                                      path.name == "__init__.py"):
+        found.update({module, f"{module}.{name}"} if name else {module})
     return found
 
 
@@ -97,10 +89,9 @@ def test_no_services_module_imports_the_api(path):
 
 def test_the_import_check_sees_relative_and_local_imports():
     # The check above must not pass by missing an import written another way: rules/services.py
-    # imports its models relatively and the evidence services inside a function.
+    # imports its models relatively (local imports: tests/test_layers.py's finder test).
     seen = _imported_modules(STUDIO / "rules" / "services.py")
-    assert {"studio.rules.models", "studio.evidence.services",
-            "studio.workspaces.services.record"} <= seen
+    assert {"studio.rules.models", "studio.workspaces.services.record"} <= seen
     assert len(SERVICES) >= 7
 
 
