@@ -105,7 +105,8 @@ def test_an_impact_run_opened_by_number_says_it_is_a_check_of_a_draft(team):
     assert "beside the rule’s approved version" in report
     assert "approved version" not in (report.replace("beside the rule’s approved version", "")
                                       .replace("unapproved version", ""))
-    exported = json.loads(b"".join(c.get(f"/w/{slug}/audits/{check}/report.json").streaming_content))
+    exported = c.get(f"/w/{slug}/audits/{check}/report.json")
+    exported = json.loads(b"".join(exported.streaming_content))
     assert exported["impact_check"] == LABEL
     answer = c.get(f"/api/w/{slug}/audits/{check}").json()
     assert answer["kind"] == "impact_check"
