@@ -63,8 +63,17 @@ class AuditedVersion(Schema):
     formula: str
 
 
+class CheckedDraft(Schema):
+    rule: str
+    number: int
+
+
 class AuditOut(Schema):
     id: int
+    # "impact_check": a draft audited beside the approved version (studio.evidence), not an
+    # audit; the audits list leaves them out, a run named by its number says so here.
+    kind: Literal["audit", "impact_check"]
+    checks_draft: CheckedDraft | None
     status: RunState
     rule_set: int | None
     rule_set_name: str | None
@@ -247,13 +256,17 @@ class GroundTruthPage(Schema):
 # Helpers
 
 def _run_of(workspace, audit_id: int) -> AuditRun:
-    return get_object_or_404(AuditRun.objects.select_related("rule_set", "created_by")
+    return get_object_or_404(AuditRun.objects.with_kind()
+                             .select_related("rule_set", "created_by")
                              .prefetch_related("rule_versions__rule"),
                              workspace=workspace, id=audit_id)
 
 
 def _audit_out(run: AuditRun) -> dict:
-    return {"id": run.id, "status": run.status, "rule_set": run.rule_set_id,
+    draft = run.checked_draft
+    return {"id": run.id, "kind": run.kind,
+            "checks_draft": {"rule": draft.rule.name, "number": draft.number} if draft else None,
+            "status": run.status, "rule_set": run.rule_set_id,
             "rule_set_name": run.rule_set.name if run.rule_set is not None else None,
             "upload": run.upload_id,
             "created_by": run.created_by.get_username() if run.created_by else None,
@@ -279,7 +292,7 @@ def start_audit(request, slug: str, body: AuditIn):
     upload = (get_object_or_404(Upload, workspace=workspace, id=body.upload)
               if body.upload is not None else None)
     run = services.start_audit(workspace, rule_set, upload, actor_of(request))
-    run = (AuditRun.objects.select_related("rule_set", "created_by")
+    run = (AuditRun.objects.with_kind().select_related("rule_set", "created_by")
            .prefetch_related("rule_versions__rule").get(pk=run.pk))  # as the tasks left it
     return Status(201, _audit_out(run))
 
@@ -288,7 +301,7 @@ def start_audit(request, slug: str, body: AuditIn):
 def list_audits(request, slug: str, limit: int = 50, offset: int = 0):
     workspace = workspace_for(request, slug)
     limit, offset = _page(limit, offset, 500)
-    runs = (AuditRun.objects.filter(workspace=workspace, impact_check__isnull=True)
+    runs = (AuditRun.objects.filter(workspace=workspace).audits().with_kind()
             .select_related("rule_set", "created_by").prefetch_related("rule_versions__rule")
             .order_by("-created_at", "-id")[offset:offset + limit])
     return [_audit_out(run) for run in runs]

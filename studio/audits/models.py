@@ -36,6 +36,22 @@ class RunStatus(models.TextChoices):
     FAILED = "failed"
 
 
+class AuditRunQuerySet(models.QuerySet):
+    """Audits apart from impact checks.  An impact check (``studio.evidence``'s ``ImpactCheck``,
+    named here only by its relation: evidence sits above audits) is a run of a draft beside the
+    approved version: never offered as an audit, in no picker and no default choice."""
+
+    def audits(self) -> AuditRunQuerySet:
+        return self.filter(impact_check__isnull=True)
+
+    def impact_checks(self) -> AuditRunQuerySet:
+        return self.filter(impact_check__isnull=False)
+
+    def with_kind(self) -> AuditRunQuerySet:
+        """Runs that know their kind without a query each (``checked_draft``)."""
+        return self.select_related("impact_check__version__rule")
+
+
 class AuditRun(models.Model):
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="audit_runs")
     rule_set = models.ForeignKey(RuleSet, null=True, blank=True, on_delete=models.SET_NULL,
@@ -65,8 +81,27 @@ class AuditRun(models.Model):
     # "recomputed_batches" its batches computing meanwhile and computed again.  The report says so.
     erasures = models.JSONField(default=list, blank=True)
 
+    objects = AuditRunQuerySet.as_manager()
+
     class Meta:
         ordering = ["-created_at"]
+
+    @property
+    def checked_draft(self) -> RuleVersion | None:
+        """The draft version this run is an impact check of; None for an audit."""
+        check = getattr(self, "impact_check", None)  # absent: an audit
+        return check.version if check is not None else None
+
+    @property
+    def kind(self) -> str:
+        return "audit" if self.checked_draft is None else "impact_check"
+
+    @property
+    def draft_label(self) -> str:
+        """How every page names an impact check ("check of draft v3 of rule refunds");
+        "" for an audit."""
+        draft = self.checked_draft
+        return "" if draft is None else f"check of draft v{draft.number} of rule {draft.rule.name}"
 
     def erasure_notices(self) -> list[str]:
         """Each erasure in a sentence, for the report: what went, when, by whom, and how many

@@ -16,7 +16,7 @@ from django.db.models import Count, Exists, OuterRef, Q, Sum
 from django.http import StreamingHttpResponse
 
 from studio import exports
-from studio.monitor.explain import explain_violation
+from studio.monitor.explain import explain_violation, residual_reading
 from studio.monitor.verdicts import (COUNTING_LABELS, COUNTING_SENTENCES, PENDING, SATISFIED,
                                      VIOLATED, session_verdict, verdict_words)
 from studio.logic.parser import FormulaSyntaxError, parse
@@ -195,6 +195,8 @@ def json_response(run: AuditRun) -> StreamingHttpResponse:
     rows = agreement(run)
     extra = {"ground_truth": [_quality_json(q) for q in rows],
              "ground_truth_overall": rows.overall.as_dict() if rows else None}
+    if run.draft_label:  # a file read apart from its page still says it is no audit
+        extra["impact_check"] = run.draft_label
     return exports.attachment(json_chunks(run, extra), "application/json",
                               f"audit-{run.id}.json")
 
@@ -520,8 +522,9 @@ def violations(run: AuditRun, limit: int | None = None) -> tuple[list[dict], int
         chain = []
         for w in record.witness:
             event = events.get((session.id, w["step"]))
+            # What the rule still required, in the session page's words (not its formula).
             chain.append({"step": w["step"], "labels": w.get("labels", []),
-                          "residual": w.get("residual", ""),
+                          "reading": residual_reading(w.get("residual", ""), since=w["step"]),
                           "input": _shown(event.input) if event else "",
                           "output": _shown(event.output) if event else "",
                           "missing": event is None})

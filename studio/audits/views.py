@@ -35,7 +35,8 @@ ERRORS_SHOWN = 200
 
 
 def _run_of(workspace, audit_id: int) -> AuditRun:
-    return get_object_or_404(AuditRun.objects.select_related("rule_set", "upload", "created_by")
+    return get_object_or_404(AuditRun.objects.with_kind()
+                             .select_related("rule_set", "upload", "created_by")
                              .prefetch_related("rule_versions__rule"),
                              workspace=workspace, id=audit_id)
 
@@ -104,7 +105,7 @@ def _start(request: HttpRequest, workspace) -> tuple[AuditRun | None, dict]:
 
 def _runs_page(request: HttpRequest, workspace, roles, errors: dict | None = None,
                status: int = 200):
-    runs = (AuditRun.objects.filter(workspace=workspace, impact_check__isnull=True)
+    runs = (AuditRun.objects.filter(workspace=workspace).audits()
             .select_related("rule_set", "upload", "created_by")
             .order_by("-created_at", "-id"))  # impact checks are shown with their versions
     page = Paginator(runs, RUNS_PER_PAGE).get_page(request.GET.get("page"))
@@ -194,6 +195,10 @@ def audit_json(request: HttpRequest, slug: str, audit_id: int):
 def audit_evidence(request: HttpRequest, slug: str, audit_id: int):
     workspace, _ = workspace_page(request, slug)
     run = _run_of(workspace, audit_id)
+    if run.draft_label:
+        # An impact check ran an unapproved version: no report may present it as evidence.
+        return render(request, "audits/evidence_refused.html",
+                      {"workspace": workspace, "run": run}, status=404)
     violations, total = report.violations(run)
     corrections, corrections_total = report.corrections(run)
     return render(request, "audits/evidence.html", {

@@ -146,19 +146,21 @@ def version_impact(request: HttpRequest, slug: str, rule_id: int):
 def compare_runs(request: HttpRequest, slug: str):
     """Two audit runs of the workspace compared (``?before=A&after=B``; ``&format=csv|json``)."""
     workspace, _ = workspace_page(request, slug)
-    runs = list(AuditRun.objects.filter(workspace=workspace, impact_check__isnull=True)
+    runs = list(AuditRun.objects.filter(workspace=workspace).audits().with_kind()
                 .order_by("-created_at", "-id")[:200])
     before_id, after_id = _int(request.GET.get("before")), _int(request.GET.get("after"))
     context = {"workspace": workspace, "runs": runs, "before_id": before_id,
                "after_id": after_id, "rules": None, "error": ""}
     if before_id and after_id:
-        mine = AuditRun.objects.filter(workspace=workspace)
+        mine = AuditRun.objects.filter(workspace=workspace).with_kind()
         before = mine.filter(id=before_id).first()
         after = mine.filter(id=after_id).first()
         if before is None or after is None:
             missing = before_id if before is None else after_id
             context["error"] = f"There is no audit run {missing} in this workspace."
         else:
+            # Impact checks are compared only when named: the pickers show them then, labelled.
+            runs[:0] = [r for r in dict.fromkeys((before, after)) if r not in runs]
             rules = compare.compare_runs(before, after)
             fmt = request.GET.get("format")
             if fmt == "csv":

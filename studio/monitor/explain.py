@@ -22,7 +22,7 @@ import functools
 from collections.abc import Iterable, Mapping
 
 from studio.logic import wording
-from studio.logic.formula import FALSE, TRUE, Formula
+from studio.logic.formula import FALSE, TRUE, Formula, Not
 from studio.logic.parser import FormulaSyntaxError, parse
 from studio.logic.progression import invariant_body
 
@@ -111,6 +111,29 @@ class _Steps:
         return self.residuals[-1] if self.residuals else None
 
 
+def _cause(steps: _Steps, trigger: int, condition: Formula) -> str:
+    """What opened the obligation at ``trigger``: the events of the condition that happened
+    there, with the condition's exceptions ("with no call to approve at or before it"), so a
+    sentence never reads as if the rule applied to every such event."""
+    parts = list(condition.args) if condition.op == "and" else [condition]
+    plain = [p for p in parts if p.op in ("atom", "cmp", "or")]
+    said = steps.said(trigger, [g for p in plain for g in _leaves(p)]) if plain else None
+    if said is None:
+        return wording.clause(condition)
+    return "".join([said, *(_exception(p) for p in parts if p not in plain)])
+
+
+def _exception(part: Formula) -> str:
+    """A qualifier of a rule's condition, after the event it qualifies."""
+    if part.op == "not" and part.args[0].op in ("O", "Y"):
+        past = part.args[0]
+        wanted = _disjuncts(past.args[0])
+        if wanted is not None:
+            when = "at or before it" if past.op == "O" else "at the step before it"
+            return f" with {wording.none_of(wanted)} {when}"
+    return f", and {wording.clause(part)}"
+
+
 def _obligation(rule: Formula, counting: str | None) -> Formula:
     """What one violation failed: for an invariant ``G phi`` counted per instance, ``phi`` (each
     step's own obligation, as the monitor has it: ``!F p`` is ``G !p``); otherwise the whole
@@ -157,7 +180,7 @@ def explain_violation(formula: str | Formula, trigger: int, detected: int, at_en
     opened_by = None
     if ob is not rule and ob.op == "implies":
         condition, consequence = ob.args
-        cause = steps.said(trigger, _leaves(condition)) or wording.clause(condition)
+        cause = _cause(steps, trigger, condition)
         if trigger == detected and not at_end:
             wanted = _disjuncts(consequence.args[0]) if consequence.op in ("O", "Y") else None
             if wanted is not None:
@@ -166,7 +189,11 @@ def explain_violation(formula: str | Formula, trigger: int, detected: int, at_en
                         f"happened {when}.")
             return (f"Step {detected}: {cause}, so the rule required that "
                     f"{wording.clause(consequence)}; it did not.")
-        sentences.append(f"Step {trigger}: {cause}")
+        # "... unless approved before": a disjunct owing nothing later was false at the trigger.
+        unless = ([d for d in consequence.args if not d.has_future]
+                  if consequence.op == "or" else [])
+        sentences.append(f"Step {trigger}: {cause}"
+                         + "".join(_exception(Not(d)) for d in unless))
         opened_by = trigger
     elif 0 < trigger < detected:
         sentences.append(f"The rule was checked afresh from step {trigger}")

@@ -37,6 +37,8 @@ from studio.traces import msc_svg
 from studio.traces.models import Event, TraceSession, UploadFormat
 from studio.workspaces.access import workspace_page
 
+from .session_page_parts import run_label
+
 # Events that OpenTelemetry exporters sent to /v1/traces (studio.live.events.SOURCE_OTLP).
 SOURCE_OTLP = "otlp"
 
@@ -76,13 +78,14 @@ def _number(request, name: str, what: str, problems: list[str]) -> int | None:
 
 def _chosen_run(request, workspace, session, problems: list[str]) -> AuditRun | None:
     wanted = _number(request, "run", "audit run number", problems)
-    runs = AuditRun.objects.filter(workspace=workspace)
+    runs = AuditRun.objects.filter(workspace=workspace).with_kind()
     if wanted is not None:
         run = runs.filter(id=wanted).first()
         if run is None:
             raise _Missing(f"There is no audit run {wanted} in this workspace.")
         return run
-    return (runs.filter(status=RunStatus.DONE, results__session=session)
+    # Impact checks of unapproved versions are opened only when named.
+    return (runs.audits().filter(status=RunStatus.DONE, results__session=session)
             .order_by("-created_at", "-id").first())
 
 
@@ -482,11 +485,9 @@ def _selection(msc, steps: list[int], selected: int, past: set[int], verdicts: R
 
 def _run_options(workspace, session, run) -> list[dict]:
     """The runs that audited the session, newest first, and the chosen one if it did not."""
-    runs = list(AuditRun.objects.filter(workspace=workspace, results__session=session)
-                .distinct().select_related("rule_set").order_by("-created_at", "-id")
-                [:RUNS_OFFERED])
+    runs = list(AuditRun.objects.filter(workspace=workspace, results__session=session).audits()
+                .with_kind().distinct().select_related("rule_set", "upload")
+                .order_by("-created_at", "-id")[:RUNS_OFFERED])
     if run is not None and run not in runs:
         runs.insert(0, run)
-    return [{"id": r.id, "label": f"#{r.id} · {r.created_at:%Y-%m-%d %H:%M} UTC · {r.status} · "
-                                  + (f"rule set {r.rule_set.name}" if r.rule_set else "all rules")}
-            for r in runs]
+    return [{"id": r.id, "label": run_label(r)} for r in runs]

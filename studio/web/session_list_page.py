@@ -136,7 +136,8 @@ def session_list(request: HttpRequest, slug: str):
     session_query = query_string(run=run.id if run else None, back=back)
     list_url = reverse("sessions", args=[slug])
     return render(request, "sessions/list.html", {
-        "workspace": workspace, "roles": roles, "run": run, "run_options": run_options(workspace),
+        "workspace": workspace, "roles": roles, "run": run,
+        "run_options": run_options(workspace, run),
         "versions": versions, "uploads": uploads, "verdict_filters": [
             (value, label) for value, (label, _) in VERDICT_FILTERS.items()],
         "filters": filters, "problems": problems,

@@ -51,14 +51,15 @@ def run_choice(request, workspace, problems: list[str], session=None) -> AuditRu
     session: the newest run of any status with results for it), so a page never opens on an
     empty run while another has verdicts.  A run of another workspace is Missing."""
     wanted = int_param(request, "run", problems, "audit run number")
-    runs = AuditRun.objects.filter(workspace=workspace).select_related("rule_set", "upload")
+    runs = (AuditRun.objects.filter(workspace=workspace).select_related("rule_set", "upload")
+            .with_kind())
     if wanted is not None:
         run = runs.filter(id=wanted).first()
         if run is None:
             raise Missing(f"There is no audit run {wanted} in this workspace.")
         return run
     # Impact checks of unapproved versions (studio.evidence) are opened only when named.
-    newest = runs.filter(impact_check__isnull=True).order_by("-created_at", "-id")
+    newest = runs.audits().order_by("-created_at", "-id")
     finished = newest.filter(status=RunStatus.DONE)
     if session is not None:
         audited = newest.filter(Exists(SessionResult.objects.filter(
@@ -69,16 +70,25 @@ def run_choice(request, workspace, problems: list[str], session=None) -> AuditRu
     return with_results.first() or finished.first() or newest.first()
 
 
-def run_options(workspace) -> list[dict]:
-    runs = (AuditRun.objects.filter(workspace=workspace).select_related("rule_set", "upload")
-            .order_by("-created_at", "-id")[:RUNS_OFFERED])
-    return [{"id": r.id, "label": _run_label(r)} for r in runs]
+def run_options(workspace, chosen: AuditRun | None = None) -> list[dict]:
+    """The workspace's newest audits; and the chosen run if it is not among them (an impact
+    check opened by its number, labelled as one), so the picker shows what the page reads."""
+    runs = list(AuditRun.objects.filter(workspace=workspace).audits().with_kind()
+                .select_related("rule_set", "upload").order_by("-created_at", "-id")
+                [:RUNS_OFFERED])
+    if chosen is not None and chosen not in runs:
+        runs.insert(0, chosen)
+    return [{"id": r.id, "label": run_label(r)} for r in runs]
 
 
-def _run_label(run: AuditRun) -> str:
+def run_label(run: AuditRun) -> str:
+    """A run as the pickers name it; an impact check says it is one, not which rules it read."""
+    head = f"#{run.id} · {run.created_at:%Y-%m-%d %H:%M} UTC · {run.status}"
+    if run.draft_label:
+        return f"{head} · {run.draft_label}"
     rules = f"rule set {run.rule_set.name}" if run.rule_set else "all rules"
     scope = f"upload {run.upload.filename}" if run.upload else "all sessions"
-    return f"#{run.id} · {run.created_at:%Y-%m-%d %H:%M} UTC · {run.status} · {rules} · {scope}"
+    return f"{head} · {rules} · {scope}"
 
 
 def page_links(current: int, total: int) -> list[int | None]:

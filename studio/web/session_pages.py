@@ -351,7 +351,7 @@ def session_detail(request: HttpRequest, slug: str, session_id: int):
         lane["complete"] = _complete_words((complete or {}).get(lane["rule"]))
     context = {
         "workspace": workspace, "roles": roles, "session": session, "run": run,
-        "run_options": run_options(workspace), "results": results, "extent": extent,
+        "run_options": run_options(workspace, run), "results": results, "extent": extent,
         "problems": problems, "timeline": timeline, "lanes": lanes, "violations": violations,
         "witness": witness, "selected_violation": violation, "step": step,
         "page": number, "pages": pages,

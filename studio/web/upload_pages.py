@@ -366,8 +366,9 @@ def _upload_in(workspace, upload_id: int) -> Upload:
 
 def _detail_context(workspace, roles: set[str], upload: Upload) -> dict:
     error_count = upload.errors.count()
-    runs = list(upload.audit_runs.filter(workspace=workspace).select_related("rule_set", "created_by")
-                .order_by("-created_at", "-id"))
+    # An impact check of a draft on this upload is not one of its audits.
+    runs = list(upload.audit_runs.filter(workspace=workspace).audits()
+                .select_related("rule_set", "created_by").order_by("-created_at", "-id"))
     has_approved = RuleVersion.objects.filter(rule__workspace=workspace,
                                               status=VersionStatus.APPROVED).exists()
     read_nothing = (upload.status in FINISHED and upload.lines_ok == 0

@@ -134,3 +134,30 @@ def test_a_residual_reading_says_met_or_no_longer_exactly_for_the_constants(f):
     assert (reading == "met, nothing more is required") == (f is fm.TRUE)
     if f not in (fm.TRUE, fm.FALSE):
         assert reading.startswith("still owed: ")
+
+
+def test_a_violation_keeps_the_exception_of_the_rule_condition():
+    # "Whenever a refund is made with no approval before it, it must be escalated": the
+    # sentence names the exception, not every refund.
+    rule = "G((refund & !O approve) -> X escalate)"
+    [v] = _violations(rule, [{"labels": ["start"]}, {"labels": ["refund"]},
+                             {"labels": ["other"]}])
+    assert explain_violation(rule, v["trigger"], v["detected"], v["at_end"], v["witness"]) == (
+        "Step 1: the step was labelled refund with no step labelled approve at or before it, "
+        "so the rule then required: the next step is labelled escalate. Step 2: no step "
+        "labelled escalate happened, so that can no longer be met.")
+
+
+def test_a_violation_keeps_an_unless_written_as_an_alternative():
+    # "... escalated next, unless approved before": the same exception, written in the
+    # consequence, which the residual after the trigger no longer shows.
+    rule = "G(refund -> (X escalate | O approve))"
+    [v] = _violations(rule, [{"labels": ["refund"]}, {"labels": ["other"]}])
+    text = explain_violation(rule, v["trigger"], v["detected"], v["at_end"], v["witness"])
+    assert text.startswith("Step 0: the step was labelled refund with no step labelled "
+                           "approve at or before it, so the rule then required:")
+    # A plain condition reads as before: nothing is added.
+    plain = "G(take -> X examine)"
+    [v] = _violations(plain, [{"labels": ["take"]}, {"labels": ["drop"]}])
+    assert "with no" not in explain_violation(plain, v["trigger"], v["detected"], v["at_end"],
+                                              v["witness"])

@@ -199,7 +199,7 @@ def test_a_correction_through_the_page_flips_the_verdict(team, llm, start):
     section = evidence.split('id="corrections-heading"', 1)[1].split("</section>", 1)[0]
     assert "1 correction" in section and "auditor-llm" in section
     assert "<code>chatty</code>" in section and "<code>leak</code>" in section
-    assert "<td>false</td>" in section
+    assert "<td>does not hold</td>" in section  # in words, as the session page says it
 
     # Audits run later use the correction too.
     later = start(team)

@@ -15,9 +15,11 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db.models import Count, Q, Sum
 from django.test import Client
+from django.utils.text import capfirst
 
 from studio.audits.models import AuditRun, GroundTruth, SessionResult
 from studio.audits.verdicts import session_verdict_q
+from studio.monitor.explain import residual_reading
 from studio.rules import services as rules
 from studio.workspaces.models import AuditLogEntry
 from tests.audits.helpers import add_sessions, make_team
@@ -285,15 +287,21 @@ def test_the_evidence_report_names_the_approver_and_shows_witnesses(team, run):
     assert "Started by</dt><dd>auditor-acme" in page
     assert "Reads</dt><dd><code>answer</code>, <code>request</code></dd>" in page
     # The witnesses: the respond violation of session a, triggered at step 2 and left
-    # unanswered at the end, shows step 2's input and output, labels and residual.
+    # unanswered at the end, shows step 2's input and output, labels and what the rule still
+    # required, in the session page's words (residual_reading), never the residual formula.
     assert "Triggered at step 2, detected at step 3: the session ended with the obligation " \
            "unmet" in page
     witness = Tables(page[page.index("Violation 2: respond"):]).tables[0]
     assert witness[1] == ["2", "one more thing?", '{"tool": "search"}',
-                          "request, tool_call:search", "F answer"]
+                          "request, tool_call:search",
+                          capfirst(residual_reading("F answer", since=2))]
     no_delete = Tables(page[page.index("no_delete (version 1) in session b"):]).tables[0]
-    step, given, taken, labels, residual = no_delete[1]
-    assert (step, given, labels, residual) == ("0", "clean up", "delete, tool_call:rm", "false")
+    step, given, taken, labels, reading = no_delete[1]
+    assert (step, given, labels) == ("0", "clean up", "delete, tool_call:rm")
+    assert reading == capfirst(residual_reading("false", since=0))
+    assert "Can no longer be met" in reading
+    witnesses = page[page.index("Violations and their witnesses"):]
+    assert "F answer" not in witnesses and ">false<" not in witnesses
     assert json.loads(taken) == {"tool": "rm", "args": {"f": 1}}
     assert "Every violation found (3) is listed." in page
     assert "css/reports.css" in page  # which holds the print layout
