@@ -68,3 +68,4 @@ def fast_flush():
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(DatabaseOperations, "sql_flush", delete_every_row)
         yield
+
