@@ -10,6 +10,22 @@ from django.test import override_settings
 FAST_PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
+@pytest.fixture
+def team_slug() -> str:
+    """The shared team's workspace; a module names its own by overriding this fixture."""
+    return "acme"
+
+
+@pytest.fixture
+def team(db, team_slug):
+    """The shared workspace members (tests.audits.helpers.make_team): ``auditor``, ``author``,
+    ``reviewer`` and an ``outsider`` of another workspace.  A module that needs rules or
+    sessions too overrides ``team`` with a fixture that takes this one and adds them."""
+    from tests.audits.helpers import make_team
+
+    return make_team(team_slug)
+
+
 @pytest.fixture(autouse=True, scope="session")
 def fast_password_hashing():
     # override_settings (not a plain assignment) so Django drops its cached hasher list.

@@ -55,8 +55,12 @@ def sessions(count: int, seed: int = 0, atoms=ATOMS) -> dict[str, list[dict]]:
 
 
 @pytest.fixture
-def team(db):
-    team = make_team("learn")
+def team_slug():
+    return "learn"
+
+
+@pytest.fixture
+def team(team):
     for name, formula in RULES:
         add_rule(team, name, formula)
     return team

@@ -17,7 +17,7 @@ from studio.traces import erasure, services
 from studio.traces.models import Event, TraceSession, Upload, UploadError
 from studio.workspaces import services as ws
 from studio.workspaces.models import AuditLogEntry, Role
-from tests.audits.helpers import add_rule, make_team
+from tests.audits.helpers import add_rule
 
 pytestmark = pytest.mark.django_db
 
@@ -28,8 +28,12 @@ def upload_root(settings, tmp_path):
 
 
 @pytest.fixture
-def team():
-    team = make_team("erase")
+def team_slug():
+    return "erase"
+
+
+@pytest.fixture
+def team(team):
     add_rule(team, "no_delete", "G !delete")
     return team
 

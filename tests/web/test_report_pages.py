@@ -20,7 +20,7 @@ from studio.audits.models import AuditRun, GroundTruth, SessionResult
 from studio.audits.verdicts import session_verdict_q
 from studio.rules import services as rules
 from studio.workspaces.models import AuditLogEntry
-from tests.audits.helpers import add_sessions, make_team
+from tests.audits.helpers import add_sessions
 
 pytestmark = pytest.mark.django_db
 
@@ -74,8 +74,7 @@ def client_for(user) -> Client:
 
 
 @pytest.fixture
-def team(db):
-    team = make_team()
+def team(team):
     for name, formula, english in [
             ("respond", "G(request -> F answer)", "Every request is answered."),
             ("no_delete", "G !delete", "Never delete anything."),
