@@ -26,6 +26,33 @@ def team(db, team_slug):
     return make_team(team_slug)
 
 
+# The shared people who sign in with a password, on the sign-in page's form or client.login.
+PASSWORDS = {"ann": "author password 1", "rob": "reviewer password 1",
+             "eve": "outsider password 1"}
+
+
+@pytest.fixture
+def people(db):
+    """ann, rob and eve by name, with their PASSWORDS; a module gives them workspaces and
+    roles."""
+    from studio.workspaces.services import create_user
+
+    return {name: create_user(name, password) for name, password in PASSWORDS.items()}
+
+
+@pytest.fixture
+def sign_in():
+    """A test client signed in as one of the ``people``, with the password."""
+    from django.test import Client
+
+    def sign_in(user) -> Client:
+        client = Client()
+        assert client.login(username=user.username, password=PASSWORDS[user.username])
+        return client
+
+    return sign_in
+
+
 @pytest.fixture(autouse=True, scope="session")
 def fast_password_hashing():
     # override_settings (not a plain assignment) so Django drops its cached hasher list.
