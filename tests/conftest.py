@@ -80,7 +80,6 @@ def django_db_setup(django_db_setup, django_db_blocker):
     yield
 
 
-
 @pytest.fixture(autouse=True, scope="session")
 def fast_flush():
     """Transactional tests empty the tables with DELETE instead of TRUNCATE (Postgres).
