@@ -60,26 +60,6 @@ def fast_password_hashing():
         yield
 
 
-@pytest.fixture(scope="session")
-def django_db_setup(django_db_setup, django_db_blocker):
-    """The test database, with commits that do not wait for the disk (Postgres only).
-
-    Losing the last commits in a crash is of no matter to a database dropped at the end, and
-    every transactional test's teardown (emptying every table) and every request of the
-    live-server, worker and concurrency tests commits.  A database setting, so the celery and
-    runserver processes the tests start, which connect to the same database, get it too.
-    """
-    from django.db import connection
-
-    with django_db_blocker.unblock():
-        if connection.vendor == "postgresql":
-            with connection.cursor() as cursor:
-                cursor.execute(f'ALTER DATABASE "{connection.settings_dict["NAME"]}" '
-                               "SET synchronous_commit = off")
-            connection.close()  # the setting applies to connections opened from now on
-    yield
-
-
 @pytest.fixture(autouse=True, scope="session")
 def fast_flush():
     """Transactional tests empty the tables with DELETE instead of TRUNCATE (Postgres).

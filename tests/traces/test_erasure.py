@@ -17,7 +17,7 @@ from studio.traces import erasure, services
 from studio.traces.models import Event, TraceSession, Upload, UploadError
 from studio.workspaces import services as ws
 from studio.workspaces.models import AuditLogEntry, Role
-from tests.audits.helpers import add_rule
+from tests.audits.helpers import add_rule, make_team
 
 pytestmark = pytest.mark.django_db
 
@@ -28,12 +28,8 @@ def upload_root(settings, tmp_path):
 
 
 @pytest.fixture
-def team_slug():
-    return "erase"
-
-
-@pytest.fixture
-def team(team):
+def team():
+    team = make_team("erase")
     add_rule(team, "no_delete", "G !delete")
     return team
 
