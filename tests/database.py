@@ -26,3 +26,15 @@ def _local_postgres_is_reachable() -> bool:
 
 if not os.environ.get("DATABASE_URL") and _local_postgres_is_reachable():
     os.environ["DATABASE_URL"] = LOCAL_POSTGRES_URL
+
+# Under pytest-xdist (.ci/run: -n 2 --dist loadfile) each worker has its own test database
+# (pytest-django adds the worker's id to its name), so ids repeat across workers and files
+# stored under one UPLOAD_ROOT could meet: each worker gets a folder of its own.  (The tests with
+# a real Celery worker already keep apart: a Redis database number per file, or a queue name
+# of their own, and beat's schedule in tmp_path.)
+_XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+if _XDIST_WORKER and not os.environ.get("UPLOAD_ROOT"):
+    from pathlib import Path
+
+    os.environ["UPLOAD_ROOT"] = str(Path(__file__).resolve().parents[1] / "var"
+                                    / f"uploads-{_XDIST_WORKER}")

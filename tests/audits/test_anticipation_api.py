@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from .helpers import add_rule, add_sessions, make_team
+from .helpers import add_rule, add_sessions
 from .test_api import Api, run_tasks, sid  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def team(db):
-    team = make_team()
+def team(team):
     add_rule(team, "granted_after_request", "G(grant -> O request)")
     add_rule(team, "refund_owed", "F refund & G(pay -> G !refund)")
     add_rule(team, "logs_out", "F logout")

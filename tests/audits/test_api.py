@@ -36,8 +36,7 @@ class Api:
 
 
 @pytest.fixture
-def team(db):
-    team = make_team()
+def team(team):
     add_rule(team, "respond", "G(request -> F answer)")
     add_rule(team, "no_delete", "G !delete")
     add_rule(team, "logs_out", "F logout")

@@ -27,11 +27,6 @@ from .helpers import RULES, add_rule, add_rules, add_sessions, make_team, random
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def team(db):
-    return make_team()
-
-
 def _lost_once(monkeypatch, how):
     """compute_batch loses its database connection (``how``) on its first call only."""
     real = services.compute_batch

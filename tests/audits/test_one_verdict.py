@@ -20,16 +20,11 @@ from studio.audits.models import SessionResult
 from studio.monitor.verdicts import COUNTING_MODES, COUNTING_SENTENCES, PER_INSTANCE
 from studio.traces.models import TraceSession
 
-from .helpers import add_rule, add_sessions, make_team
+from .helpers import add_rule, add_sessions
 
 pytestmark = pytest.mark.django_db
 
 CHECK_FIRST = "!tool_call:pay W tool_call:check"
-
-
-@pytest.fixture
-def team(db):
-    return make_team()
 
 
 def audit(team, capture):

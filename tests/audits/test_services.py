@@ -48,11 +48,6 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def team(db):
-    return make_team()
-
-
-@pytest.fixture
 def start(django_capture_on_commit_callbacks):
     """start_audit with its enqueued tasks run (in-process) when its transaction commits."""
 

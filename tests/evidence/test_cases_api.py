@@ -38,8 +38,12 @@ class Api:
 
 
 @pytest.fixture
-def team():
-    team = make_team("cases")
+def team_slug():
+    return "cases"
+
+
+@pytest.fixture
+def team(team):
     team.version = add_rule(team, "examine_taken", "G(take -> X examine)")
     team.rule = team.version.rule
     return team

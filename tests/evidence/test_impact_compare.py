@@ -24,8 +24,12 @@ ACK = {"acknowledgement": "the logs arrive labelled with request and answer"}
 
 
 @pytest.fixture
-def team():
-    team = make_team("impact")
+def team_slug():
+    return "impact"
+
+
+@pytest.fixture
+def team(team):
     team.v1 = add_rule(team, "answered", "G(request -> F answer)")
     team.rule = team.v1.rule
     team.sessions = add_sessions(team, {

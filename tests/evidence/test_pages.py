@@ -10,14 +10,18 @@ from studio.evidence.models import RuleCase
 from studio.rules import library as rule_library
 from studio.rules import services as rules
 from studio.rules.models import Rule
-from tests.audits.helpers import add_rule, make_team
+from tests.audits.helpers import add_rule
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def team():
-    team = make_team("pages")
+def team_slug():
+    return "pages"
+
+
+@pytest.fixture
+def team(team):
     team.version = add_rule(team, "examine_taken", "G(take -> X examine)")
     team.rule = team.version.rule
     return team

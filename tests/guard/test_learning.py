@@ -56,8 +56,12 @@ def sessions(count: int, seed: int = 0, atoms=ATOMS) -> dict[str, list[dict]]:
 
 
 @pytest.fixture
-def team(db):
-    team = make_team("learn")
+def team_slug():
+    return "learn"
+
+
+@pytest.fixture
+def team(team):
     for name, formula in RULES:
         add_rule(team, name, formula)
     return team
@@ -692,7 +696,10 @@ def test_edits_in_quick_succession_learn_at_most_twice_on_a_real_worker(tmp_path
     edits = 6
     try:
         workers.start()
-        time.sleep(3)   # the worker connected and idle, as in production
+        # The worker connected and idle, as in production: until its log says it is ready.
+        ready_by = time.monotonic() + 60
+        while " ready." not in workers.output(None) and time.monotonic() < ready_by:
+            time.sleep(0.1)
         producer = subprocess.run([sys.executable, "-c", EDITS, "edits", str(edits), "0.05"],
                                   env=env, capture_output=True, text=True, timeout=120,
                                   check=False)

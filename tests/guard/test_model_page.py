@@ -46,8 +46,12 @@ def logs(count: int, seed: int = 0) -> dict[str, list[dict]]:
 
 
 @pytest.fixture
-def team(db):
-    team = make_team("page")
+def team_slug():
+    return "page"
+
+
+@pytest.fixture
+def team(team):
     for name, formula in RULES:
         add_rule(team, name, formula)
     return team

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from tests.audits.helpers import add_rule, add_sessions, make_team
+from tests.audits.helpers import add_rule, add_sessions
 from tests.web.test_session_pages import client_of, session_id, start  # noqa: F401
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def team(db):
-    team = make_team("acme")
+def team(team):
     add_rule(team, "granted_after_request", "G(grant -> O request)")
     add_rule(team, "refund_owed", "F refund & G(pay -> G !refund)")
     add_sessions(team, {"a": [{"labels": ["request"]}, {"labels": ["pay"]}, {"labels": []}]})

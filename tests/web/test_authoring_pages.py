@@ -16,21 +16,12 @@ from studio.workspaces.services import add_member, create_token, create_user, cr
 
 
 @pytest.fixture
-def team(db):
-    author = create_user("ann", "author password 1")
-    reviewer = create_user("rob", "reviewer password 1")
-    create_user("eve", "outsider password 1")
+def team(people, sign_in):
+    author, reviewer = people["ann"], people["rob"]
     workspace = create_workspace("Kitchen", owner=author, roles=(Role.AUTHOR,))
     add_member(workspace, reviewer, Role.REVIEWER)
-
-    def client_for(name, password):
-        client = Client()
-        assert client.login(username=name, password=password)
-        return client
-
-    return {"ws": workspace, "author": author, "ann": client_for("ann", "author password 1"),
-            "rob": client_for("rob", "reviewer password 1"),
-            "eve": client_for("eve", "outsider password 1")}
+    return {"ws": workspace, "author": author, "ann": sign_in(author), "rob": sign_in(reviewer),
+            "eve": sign_in(people["eve"])}
 
 
 def test_english_becomes_a_formula_that_starts_a_rule(team):

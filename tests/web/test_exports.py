@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from studio.audits.models import AuditRun, GroundTruth, ViolationRecord
 from studio.rules import services as rules
-from tests.audits.helpers import add_labeler, add_sessions, make_team
+from tests.audits.helpers import add_labeler, add_sessions
 from tests.web.test_report_pages import Tables, client_for, table_after
 
 pytestmark = pytest.mark.django_db
@@ -49,8 +49,7 @@ def approved(team, name: str, formula: str, english: str):
 
 
 @pytest.fixture
-def world(db):
-    team = make_team()
+def world(team):
     respond = approved(team, "respond", "G(request -> F answer)", "Every request is answered.")
     # respond is audited at version 2: numbers and ids differ.
     second = rules.new_version(respond.rule, team.author, "G(request -> F answer)")

@@ -12,12 +12,12 @@ from studio.logic.parser import parse
 from studio.logic.review import distinguishing_trace
 from studio.traces.models import VocabularyEntry, VocabularyKind
 from studio.workspaces.models import Role
-from studio.workspaces.services import create_token, create_user, create_workspace
+from studio.workspaces.services import create_token, create_workspace
 
 
 @pytest.fixture
-def bank(db):
-    author = create_user("ann", "author password 1")
+def bank(people, sign_in):
+    author = people["ann"]
     workspace = create_workspace("Bank", owner=author, roles=(Role.AUTHOR,))
     for kind, name, json_type in [
             (VocabularyKind.BUILTIN, "tool_call:send_money", ""),
@@ -27,10 +27,8 @@ def bank(db):
         VocabularyEntry.objects.create(workspace=workspace, kind=kind, name=name,
                                        json_type=json_type)
     _, secret = create_token(workspace, "t", [Role.AUTHOR], author)
-    page_client = Client()
-    assert page_client.login(username="ann", password="author password 1")
     return {"ws": workspace, "api": Client(headers={"Authorization": f"Bearer {secret}"}),
-            "page": page_client}
+            "page": sign_in(author)}
 
 
 def _formalise(bank, english):

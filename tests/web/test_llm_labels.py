@@ -17,7 +17,7 @@ from studio.audits.models import LabelCorrection, LabelProvenance, RunStatus, Se
 from studio.rules import services as rule_services
 from studio.rules.models import LLMCacheEntry
 from studio.workspaces.models import AuditLogEntry
-from tests.audits.helpers import add_labeler, add_rule, add_sessions, make_team
+from tests.audits.helpers import add_labeler, add_rule, add_sessions
 from tests.labeling.chat_server import ChatServer, Reply, keyword_labeler
 
 pytestmark = pytest.mark.django_db
@@ -57,8 +57,12 @@ def start(django_capture_on_commit_callbacks):
 
 
 @pytest.fixture
-def team(db):
-    team = make_team("llm")
+def team_slug():
+    return "llm"
+
+
+@pytest.fixture
+def team(team):
     add_rule(team, "no_leak", "G !leak")
     add_labeler(team, "leak", "llm", LEAK)
     team.sessions = add_sessions(team, {

@@ -33,9 +33,8 @@ def jsonl(events) -> bytes:
 
 
 @pytest.fixture
-def team(db, settings, tmp_path):
+def team(team, settings, tmp_path):
     settings.UPLOAD_ROOT = tmp_path / "uploads"
-    team = make_team("acme")
     add_rule(team, "no_failure", NO_FAILURE)
     return team
 

@@ -22,7 +22,7 @@ from studio.audits.verdicts import session_verdict_q
 from studio.monitor.explain import residual_reading
 from studio.rules import services as rules
 from studio.workspaces.models import AuditLogEntry
-from tests.audits.helpers import add_sessions, make_team
+from tests.audits.helpers import add_sessions
 
 pytestmark = pytest.mark.django_db
 
@@ -76,8 +76,7 @@ def client_for(user) -> Client:
 
 
 @pytest.fixture
-def team(db):
-    team = make_team()
+def team(team):
     for name, formula, english in [
             ("respond", "G(request -> F answer)", "Every request is answered."),
             ("no_delete", "G !delete", "Never delete anything."),

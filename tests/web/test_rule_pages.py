@@ -1,30 +1,20 @@
 """Rule pages through real requests: live parse feedback, the editor, review rules, diffs."""
 
 import pytest
-from django.test import Client
 
 from studio.rules.models import Rule, RuleVersion
 from studio.workspaces.models import Role
-from studio.workspaces.services import add_member, create_user, create_workspace
+from studio.workspaces.services import add_member, create_workspace
 
 
 @pytest.fixture
-def team(db):
-    author = create_user("ann", "author password 1")
-    reviewer = create_user("rob", "reviewer password 1")
-    outsider = create_user("eve", "outsider password 1")
+def team(people, sign_in):
+    author, reviewer, outsider = people["ann"], people["rob"], people["eve"]
     workspace = create_workspace("Payments", owner=author, roles=(Role.AUTHOR,))
     add_member(workspace, reviewer, Role.REVIEWER)
     create_workspace("Elsewhere", owner=outsider)
-
-    def client_for(user, password):
-        client = Client()
-        assert client.login(username=user.username, password=password)
-        return client
-
-    return {"ws": workspace, "author": client_for(author, "author password 1"),
-            "reviewer": client_for(reviewer, "reviewer password 1"),
-            "outsider": client_for(outsider, "outsider password 1")}
+    return {"ws": workspace, "author": sign_in(author), "reviewer": sign_in(reviewer),
+            "outsider": sign_in(outsider)}
 
 
 def test_live_check_marks_the_error_position(team):

@@ -40,8 +40,7 @@ def start(django_capture_on_commit_callbacks):
 
 
 @pytest.fixture
-def team(db):
-    team = make_team("acme")
+def team(team):
     add_rule(team, "no_drop", "G !drop")
     add_rule(team, "examine_after_take", TAKE_EXAMINE)
     add_rule(team, "logs_out", "F logout")

@@ -9,27 +9,17 @@ from django.test import Client
 from studio.rules import services
 from studio.rules.models import Labeler, RuleSet
 from studio.workspaces.models import AuditLogEntry, Role, Workspace
-from studio.workspaces.services import add_member, create_user, create_workspace
+from studio.workspaces.services import add_member, create_workspace
 
 
 @pytest.fixture
-def team(db):
-    author = create_user("ann", "author password 1")
-    reviewer = create_user("rob", "reviewer password 1")
-    outsider = create_user("eve", "outsider password 1")
+def team(people, sign_in):
+    author, reviewer, outsider = people["ann"], people["rob"], people["eve"]
     workspace = create_workspace("Payments", owner=author, roles=(Role.AUTHOR,))
     add_member(workspace, reviewer, Role.REVIEWER)
     create_workspace("Elsewhere", owner=outsider)
-
-    def client_for(user, password):
-        client = Client()
-        assert client.login(username=user.username, password=password)
-        return client
-
-    return {"ws": workspace, "ann": author, "rob": reviewer,
-            "author": client_for(author, "author password 1"),
-            "reviewer": client_for(reviewer, "reviewer password 1"),
-            "outsider": client_for(outsider, "outsider password 1")}
+    return {"ws": workspace, "ann": author, "rob": reviewer, "author": sign_in(author),
+            "reviewer": sign_in(reviewer), "outsider": sign_in(outsider)}
 
 
 def approved_rule(team, name, formula):

@@ -17,16 +17,11 @@ from studio.audits import services
 from studio.audits.models import AuditRun, RunStatus, SessionResult
 from studio.monitor.verdicts import COUNTING_MODES
 from studio.traces.models import TraceSession
-from tests.audits.helpers import add_rule, add_sessions, make_team
+from tests.audits.helpers import add_rule, add_sessions
 
 pytestmark = pytest.mark.django_db
 
 WORDS = ("violated", "complied", "not decided yet")
-
-
-@pytest.fixture
-def team(db):
-    return make_team()
 
 
 def audit(team, capture):
