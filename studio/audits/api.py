@@ -15,8 +15,8 @@ from ninja import Field, Router, Schema, Status
 
 from studio.boundary import Text
 from studio.monitor.explain import explain_violation, residual_reading
-from studio.monitor.verdicts import (COUNTING_SENTENCES, OLD_NAMES_UNTIL, stored_verdict,
-                                     with_old_names)
+from studio.monitor.verdicts import (COUNTING_SENTENCES, OLD_NAMES_UNTIL, SATISFIED,
+                                     stored_verdict, with_old_names)
 from studio.rules.models import RuleSet
 from studio.traces.models import TraceSession, Upload
 from studio.workspaces.acting import actor_of, workspace_for
@@ -413,7 +413,7 @@ def session_verdicts(request, slug: str, audit_id: int, session_id: int):
               "residual": r.residual,
               "residual_english": residual_reading(r.residual, since=next(
                   (step for step, verdict in r.timeline if verdict == "violated"), None),
-                  ended=not session.is_open),
+                  ended=not session.is_open, complied=r.session_verdict == SATISFIED),
               "timeline": [with_old_names({"step": step, "verdict": verdict}, ("verdict",))
                            for step, verdict in r.timeline],
               "violations": violations.get(r.id, [])}

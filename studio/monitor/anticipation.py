@@ -173,13 +173,13 @@ class SessionAnticipation:
 
 
 # Why a verdict is final after the last step of a session that has ended.
-ENDED_MET = "complied, nothing owed: the session has ended"
+ENDED_MET = "nothing owed: the session has ended"
 ENDED_UNMET = "the session ended without meeting it"
 
 
 def at_end(found: dict, last_step: int) -> dict:
     """A rule's four-valued verdict after the last step of a session that has ended: nothing
-    can follow, so "met so far" is met for good ("complied, nothing owed") and "not met yet"
+    can follow, so "met so far" is met for good (nothing owed) and "not met yet"
     is broken for good, certain since the last step.  Never "a later step can still ..."."""
     if found["complete"] in PERMANENT:
         return found

@@ -40,8 +40,8 @@ from studio.logic.parser import FormulaSyntaxError, parse
 from studio.logic.reads import rule_reads
 from studio.monitor import RuleError
 from studio.monitor.explain import explain_violation, residual_reading
-from studio.monitor.verdicts import (PENDING, VIOLATED, effective_counting, session_verdict,
-                                     verdict_glyph, verdict_words)
+from studio.monitor.verdicts import (PENDING, SATISFIED, VIOLATED, effective_counting,
+                                     session_verdict, verdict_glyph, verdict_words)
 from studio.traces.models import Event, TraceSession
 from studio.workspaces.access import actor, workspace_page
 from studio.workspaces.models import Role
@@ -184,7 +184,8 @@ def _residual_context(run, session, step: int | None, results) -> dict:
                            "final": verdict_words(r.final), "residual": r.residual,
                            "reading": residual_reading(r.residual,
                                                        since=_violated_since(r.timeline),
-                                                       ended=not session.is_open)}
+                                                       ended=not session.is_open,
+                                                       complied=r.session_verdict == SATISFIED)}
                           for r in results]}
     if run is not None and step is not None:
         try:
@@ -248,7 +249,8 @@ def _state_in_words(state: replay.StepState, session, results) -> dict:
         rules.append({
             "rule": rule.rule, "badge": _so_far(verdict, count, session.is_open),
             "residual": rule.residual,
-            "reading": residual_reading(rule.residual, since=since, ended=ended),
+            "reading": residual_reading(rule.residual, since=since, ended=ended,
+                                        complied=verdict == SATISFIED),
             "final": verdict_words(rule.final), "counted": count, "detected_here": len(found),
             "explanations": [explain_violation(rule.formula, v.trigger, v.detected, v.at_end,
                                                v.witness, counting)
