@@ -173,7 +173,7 @@ class SessionAnticipation:
 
 
 # Why a verdict is final after the last step of a session that has ended.
-ENDED_MET = "nothing owed: the session has ended"
+ENDED_MET = "the session has ended, nothing owed"
 ENDED_UNMET = "the session ended without meeting it"
 
 

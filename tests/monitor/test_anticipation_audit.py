@@ -53,7 +53,7 @@ def test_audit_reports_complete_verdicts_and_the_step_they_became_certain(tmp_pa
         "permanently_violated", 1)
     assert (a["answers"]["complete"], a["answers"]["complete_step"]) == (
         "permanently_satisfied", 1)
-    assert a["answers"]["complete_reason"] == "nothing owed: the session has ended"
+    assert a["answers"]["complete_reason"] == "the session has ended, nothing owed"
     assert "complete: broken for good since step 0" in render_text(report)
 
 
