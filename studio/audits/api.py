@@ -15,7 +15,8 @@ from ninja import Field, Router, Schema, Status
 
 from studio.boundary import Text
 from studio.monitor.explain import explain_violation, residual_reading
-from studio.monitor.verdicts import COUNTING_SENTENCES
+from studio.monitor.verdicts import (COUNTING_SENTENCES, OLD_NAMES_UNTIL, SATISFIED,
+                                     stored_verdict, with_old_names)
 from studio.rules.models import RuleSet
 from studio.traces.models import TraceSession, Upload
 from studio.workspaces.acting import actor_of, workspace_for
@@ -27,10 +28,18 @@ from .verdicts import session_verdict_q
 
 router = Router(tags=["audits"])
 
-Verdict = Literal["pending", "satisfied", "violated"]
-Final = Literal["satisfied", "violated"]
-Complete = Literal["permanently_satisfied", "permanently_violated", "currently_satisfied",
+# Verdicts as every page and file says them (studio.monitor.verdicts.verdict_words).
+Verdict = Literal["open", "complied", "violated"]
+Final = Literal["complied", "violated"]
+Complete = Literal["permanently_complied", "permanently_violated", "currently_complied",
                    "currently_violated"]
+# The old names, answered under ``<field>_was`` and accepted as query values for one release.
+OldVerdict = Literal["pending", "satisfied", "violated"]
+OldFinal = Literal["satisfied", "violated"]
+OldComplete = Literal["permanently_satisfied", "permanently_violated", "currently_satisfied",
+                      "currently_violated"]
+VerdictQuery = Literal["open", "complied", "violated", "pending", "satisfied"]
+FinalQuery = Literal["complied", "violated", "satisfied"]
 RunState = Literal["queued", "running", "done", "failed"]
 MAX_OFFSET = 10**12  # beyond any table; keeps OFFSET inside a bigint
 
@@ -92,8 +101,15 @@ class ResumeOut(Schema):
 
 
 ONE_VERDICT = ("the rule's one verdict in the session: violated when a violation was counted, "
-               "satisfied when none was and the session ended meeting it, pending only while "
+               "complied when none was and the session ended meeting it, open only while "
                "a live session is open")
+
+
+def was(field: str, default=...):
+    """The deprecated field keeping ``field``'s old value (satisfied, pending) for one release."""
+    return Field(default, description=f"deprecated: {field} in the old names (satisfied, "
+                                      f"pending), answered until {OLD_NAMES_UNTIL}",
+                 json_schema_extra={"deprecated": True})
 
 
 class ResultOut(Schema):
@@ -105,11 +121,14 @@ class ResultOut(Schema):
     steps: int
     session_verdict: Verdict = Field(description=ONE_VERDICT)
     verdict: Verdict = Field(description="TRAC's verdict after the last step (the first "
-                                         "verdict; pending when none was reached)")
+                                         "verdict; open when none was reached)")
     first_verdict_step: int | None
     final: Final = Field(description="LTLf verdict with the end of the log as the end")
     residual: str
     violations: int
+    session_verdict_was: OldVerdict = was("session_verdict")
+    verdict_was: OldVerdict = was("verdict")
+    final_was: OldFinal = was("final")
 
 
 class ResultsPage(Schema):
@@ -122,6 +141,7 @@ class ResultsPage(Schema):
 class TimelinePoint(Schema):
     step: int
     verdict: Verdict
+    verdict_was: OldVerdict = was("verdict")
 
 
 class WitnessStep(Schema):
@@ -161,12 +181,17 @@ class RuleLane(Schema):
     violations: list[ViolationOut]
     complete: Complete | None = Field(
         None, description="the anticipatory verdict of the rule's formula over the whole session "
-                          "(no restart) after its last step: permanently_satisfied, "
-                          "permanently_violated, currently_satisfied or currently_violated; null "
-                          "for sessions too long to replay here")
+                          "(no restart) after its last step: permanently_complied, "
+                          "permanently_violated, currently_complied or currently_violated "
+                          "(a session that has ended is always permanently one or the other); "
+                          "null for sessions too long to replay here")
     complete_step: int | None = Field(
         None, description="the step after which that verdict was permanent (certain), or null")
     complete_reason: str | None = Field(None, description="why, in a short sentence")
+    session_verdict_was: OldVerdict = was("session_verdict")
+    verdict_was: OldVerdict = was("verdict")
+    final_was: OldFinal = was("final")
+    complete_was: OldComplete | None = was("complete", None)
 
 
 class SessionVerdictsOut(Schema):
@@ -184,11 +209,16 @@ class ReportRule(Schema):
     formula: str
     counting: str
     sessions: int
-    satisfied: int = Field(description="sessions whose one verdict is satisfied")
+    complied: int = Field(description="sessions whose one verdict is complied")
     violated: int = Field(description="sessions whose one verdict is violated")
-    pending: int = Field(description="open live sessions not decided yet")
+    open: int = Field(description="open live sessions not decided yet")
     final_violated: int = Field(description="sessions whose LTLf verdict is violated")
     violations: int
+    satisfied: int = Field(description=f"deprecated: complied, under its old name, answered "
+                                       f"until {OLD_NAMES_UNTIL}",
+                           json_schema_extra={"deprecated": True})
+    pending: int = Field(description=f"deprecated: open, under its old name, answered until "
+                                     f"{OLD_NAMES_UNTIL}", json_schema_extra={"deprecated": True})
 
 
 class ReportSession(Schema):
@@ -199,6 +229,8 @@ class ReportSession(Schema):
                                                        + ONE_VERDICT)
     final: list[Final | None] = Field(description="per rule, in the order of `rules`")
     violations: list[int | None] = Field(description="per rule, in the order of `rules`")
+    verdicts_was: list[OldVerdict | None] = was("verdicts")
+    final_was: list[OldFinal | None] = was("final")
 
 
 class ReportOut(Schema):
@@ -327,20 +359,21 @@ def resume_audit(request, slug: str, audit_id: int):
 
 @router.get("{slug}/audits/{audit_id}/results", response=ResultsPage,
             summary="Per session and rule: verdicts, residual and number of violations")
-def audit_results(request, slug: str, audit_id: int, verdict: Verdict | None = None,
-                  final: Final | None = None, rule: Text | None = None,
+def audit_results(request, slug: str, audit_id: int, verdict: VerdictQuery | None = None,
+                  final: FinalQuery | None = None, rule: Text | None = None,
                   session: int | None = None, violated: bool | None = None,
-                  session_verdict: Verdict | None = None, limit: int = 100, offset: int = 0):
+                  session_verdict: VerdictQuery | None = None, limit: int = 100,
+                  offset: int = 0):
     workspace = workspace_for(request, slug)
     run = _run_of(workspace, audit_id)
     limit, offset = _page(limit, offset)
     results = SessionResult.objects.filter(run=run)
     if session_verdict is not None:
-        results = results.filter(session_verdict_q(session_verdict))
+        results = results.filter(session_verdict_q(stored_verdict(session_verdict)))
     if verdict is not None:
-        results = results.filter(verdict=verdict)
+        results = results.filter(verdict=stored_verdict(verdict))
     if final is not None:
-        results = results.filter(final=final)
+        results = results.filter(final=stored_verdict(final))
     if rule is not None:
         results = results.filter(rule_version__rule__name=rule)
     if session is not None:
@@ -353,13 +386,14 @@ def audit_results(request, slug: str, audit_id: int, verdict: Verdict | None = N
             .select_related("session", "rule_version__rule")
             .defer("session__monitor_state")[offset:offset + limit])
     return {"count": count, "limit": limit, "offset": offset,
-            "items": [{"session_id": r.session_id, "session": r.session.external_id,
-                       "rule": r.rule_version.rule.name, "rule_version": r.rule_version.number,
-                       "rule_version_id": r.rule_version_id, "steps": r.steps,
-                       "session_verdict": r.session_verdict, "verdict": r.verdict,
-                       "first_verdict_step": r.first_verdict_step, "final": r.final,
-                       "residual": r.residual, "violations": r.violation_count}
-                      for r in rows]}
+            "items": [with_old_names(
+                {"session_id": r.session_id, "session": r.session.external_id,
+                 "rule": r.rule_version.rule.name, "rule_version": r.rule_version.number,
+                 "rule_version_id": r.rule_version_id, "steps": r.steps,
+                 "session_verdict": r.session_verdict, "verdict": r.verdict,
+                 "first_verdict_step": r.first_verdict_step, "final": r.final,
+                 "residual": r.residual, "violations": r.violation_count},
+                ("session_verdict", "verdict", "final")) for r in rows]}
 
 
 @router.get("{slug}/audits/{audit_id}/sessions/{session_id}", response=SessionVerdictsOut,
@@ -391,14 +425,18 @@ def session_verdicts(request, slug: str, audit_id: int, session_id: int):
               "first_verdict_step": r.first_verdict_step, "final": r.final,
               "residual": r.residual,
               "residual_english": residual_reading(r.residual, since=next(
-                  (step for step, verdict in r.timeline if verdict == "violated"), None)),
-              "timeline": [{"step": step, "verdict": verdict} for step, verdict in r.timeline],
+                  (step for step, verdict in r.timeline if verdict == "violated"), None),
+                  ended=not session.is_open, complied=r.session_verdict == SATISFIED),
+              "timeline": [with_old_names({"step": step, "verdict": verdict}, ("verdict",))
+                           for step, verdict in r.timeline],
               "violations": violations.get(r.id, [])}
              for r in results]
     complete = replay.complete_verdicts(run, session) if results else None
     for lane in lanes:
         found = (complete or {}).get(lane["rule"], {})
         lane.update({k: v for k, v in found.items() if k != "anticipated"})
+    lanes = [with_old_names(lane, ("session_verdict", "verdict", "final", "complete"))
+             for lane in lanes]
     steps = results[0].steps if results else session.events.count()
     return {"audit": run.id, "session_id": session.id, "session": session.external_id,
             "steps": steps, "rules": lanes}

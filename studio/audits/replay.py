@@ -129,7 +129,7 @@ def complete_verdicts(run: AuditRun, session: TraceSession) -> dict[str, dict] |
                         "complete_step": (positions[r["complete_step"]]
                                           if r["complete_step"] is not None else None),
                         "complete_reason": r["reason"], "anticipated": r["anticipated"]}
-            for r in anticipation.results()}
+            for r in anticipation.results(ended=not session.is_open)}
 
 
 def labels_between(run: AuditRun, session: TraceSession, first: int,

@@ -17,8 +17,9 @@ from django.http import StreamingHttpResponse
 
 from studio import exports
 from studio.monitor.explain import explain_violation, residual_reading
-from studio.monitor.verdicts import (COUNTING_LABELS, COUNTING_SENTENCES, PENDING, SATISFIED,
-                                     VIOLATED, session_verdict, verdict_words)
+from studio.monitor.verdicts import (COMPLIED, COUNTING_LABELS, COUNTING_SENTENCES, OPEN, PENDING,
+                                     SATISFIED, VIOLATED, session_verdict, verdict_glyph,
+                                     verdict_words, with_old_names)
 from studio.logic.parser import FormulaSyntaxError, parse
 from studio.logic.reads import rule_reads
 from studio.rules.models import RuleVersion
@@ -29,7 +30,9 @@ from . import quality
 from .models import AuditRun, GroundTruth, LabelCorrection, SessionResult, ViolationRecord
 from .verdicts import session_verdict_q
 
-TOTAL_KEYS = ("sessions", "satisfied", "violated", "pending", "final_violated", "violations")
+TOTAL_KEYS = ("sessions", COMPLIED, "violated", OPEN, "final_violated", "violations")
+# The totals' old keys, kept beside the new ones for one release (docs/api-verdicts.md).
+OLD_TOTAL_KEYS = {"satisfied": COMPLIED, "pending": OPEN}
 # Violations listed in the printable evidence report; the exports count them all.
 EVIDENCE_VIOLATIONS = 200
 # Characters of an event's input or output shown in a witness (logs can hold pages of text).
@@ -43,23 +46,24 @@ def versions(run: AuditRun) -> list[RuleVersion]:
 
 def rule_totals(run: AuditRun) -> list[dict]:
     """Per rule version (its number ``rule_version``, its id ``rule_version_id``): sessions
-    audited, how many the rule's one verdict (``session_verdict``) calls satisfied, violated
-    and pending, LTLf verdicts violated at the end, and violation instances.  Every version of
+    audited, how many the rule's one verdict (``session_verdict``) calls complied, violated
+    and open, LTLf verdicts violated at the end, and violation instances.  Every version of
     the run is listed, also before any result is stored."""
     counts = {row["rule_version_id"]: row for row in (
         SessionResult.objects.filter(run=run).values("rule_version_id").annotate(
             sessions=Count("id"),
-            satisfied=Count("id", filter=session_verdict_q(SATISFIED)),
+            complied=Count("id", filter=session_verdict_q(SATISFIED)),
             violated=Count("id", filter=session_verdict_q(VIOLATED)),
-            pending=Count("id", filter=session_verdict_q(PENDING)),
+            open=Count("id", filter=session_verdict_q(PENDING)),
             final_violated=Count("id", filter=Q(final="violated")),
             violations=Sum("violation_count")))}
     out = []
     for v in versions(run):
         row = counts.get(v.id, {})
+        totals = {k: row.get(k) or 0 for k in TOTAL_KEYS}
         out.append({"rule": v.rule.name, "rule_version": v.number, "rule_version_id": v.id,
-                    "formula": v.formula, "counting": v.counting,
-                    **{k: row.get(k) or 0 for k in TOTAL_KEYS}})
+                    "formula": v.formula, "counting": v.counting, **totals,
+                    **{old: totals[new] for old, new in OLD_TOTAL_KEYS.items()}})
     return out
 
 
@@ -92,8 +96,9 @@ def session_rows(run: AuditRun, columns: dict[int, int]) -> Iterator[tuple]:
 
 
 def _session_entry(sid, external, steps, finals, counts, verdicts) -> dict:
-    return {"session_id": sid, "session": external, "steps": steps, "verdicts": verdicts,
-            "final": finals, "violations": counts}
+    return with_old_names({"session_id": sid, "session": external, "steps": steps,
+                           "verdicts": verdicts, "final": finals, "violations": counts},
+                          ("verdicts", "final"))
 
 
 def report_document(run: AuditRun) -> dict:
@@ -123,7 +128,7 @@ def csv_lines(run: AuditRun) -> Iterator[str]:
         for sid, external, steps, finals, counts, verdicts in session_rows(run, columns):
             row = [sid, external, steps]
             for verdict, final, count in zip(verdicts, finals, counts, strict=True):
-                row += [verdict, final, count]
+                row += [verdict_words(verdict), verdict_words(final), count]
             yield row
 
     return exports.csv_lines(header, rows())
@@ -358,7 +363,8 @@ def matrix(run: AuditRun, page: int | str | None, per_page: int = 50,
             settled=r["verdict"], counting=r["rule_version__counting"])
         row["cells"][position[r["rule_version_id"]]] = {
             "session_verdict": one, "words": verdict_words(one), "verdict": r["verdict"],
-            "final": r["final"], "violations": r["violation_count"]}
+            "final": r["final"], "violations": r["violation_count"],
+            "glyph": verdict_glyph(one)}
     labels = {(g.session, g.rule): g.violated for g in GroundTruth.objects.filter(
         workspace_id=run.workspace_id, session__in=[r["session"] for r in rows.values()],
         rule__in=[v.rule.name for v in columns])}

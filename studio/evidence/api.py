@@ -43,7 +43,8 @@ class CaseOut(Schema):
     changes: list[dict[str, Any]] = Field(description="every change made to the case")
     result: dict[str, Any] | None = Field(
         description="the case run against the version asked for (the latest by default): "
-                    "passed, verdict, detected steps, differs_at and a message")
+                    "passed, verdict (complied or violated; verdict_was: the old name, "
+                    "deprecated), detected steps, differs_at and a message")
 
 
 class SessionRange(Schema):

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from studio import exports
 from studio.audits.models import AuditRun, SessionResult, ViolationRecord
+from studio.monitor.verdicts import SATISFIED, VIOLATED, verdict_words, with_old_names
 
 # Sessions listed per rule (the counts are always complete).
 LIST_LIMIT = 500
@@ -39,9 +40,19 @@ class SessionChange:
     def verdict_changed(self) -> bool:
         return self.verdict_before != self.verdict_after
 
+    @property
+    def words_before(self) -> str:
+        return verdict_words(self.verdict_before)
+
+    @property
+    def words_after(self) -> str:
+        return verdict_words(self.verdict_after)
+
     def as_dict(self) -> dict:
         return {"session_id": self.session_id, "session": self.session,
-                "verdict_before": self.verdict_before, "verdict_after": self.verdict_after,
+                "verdict_before": self.words_before, "verdict_after": self.words_after,
+                "verdict_before_was": self.verdict_before,
+                "verdict_after_was": self.verdict_after,
                 "verdict_changed": self.verdict_changed,
                 "violations_before": self.violations_before,
                 "violations_after": self.violations_after,
@@ -59,7 +70,7 @@ class RuleComparison:
     sessions_compared: int = 0
     verdict_changed: int = 0
     to_violated: int = 0
-    to_satisfied: int = 0
+    to_complied: int = 0
     count_changed: int = 0
     moved_only: int = 0
     new_violations: int = 0
@@ -76,7 +87,8 @@ class RuleComparison:
                 "sessions_only_after": self.sessions_only_after,
                 "sessions_changed": self.changed_sessions,
                 "verdict_changed": self.verdict_changed, "to_violated": self.to_violated,
-                "to_satisfied": self.to_satisfied, "count_changed": self.count_changed,
+                "to_complied": self.to_complied, "to_satisfied": self.to_complied,
+                "count_changed": self.count_changed,
                 "moved_only": self.moved_only,
                 "new_violations": self.new_violations,
                 "disappeared_violations": self.disappeared_violations}
@@ -137,8 +149,8 @@ def compare_pairs(rule: RuleComparison, before: dict[int, SessionResult],
         rule.changed_sessions += 1
         if va != vb:
             rule.verdict_changed += 1
-            rule.to_violated += vb == "violated"
-            rule.to_satisfied += vb == "satisfied"
+            rule.to_violated += vb == VIOLATED
+            rule.to_complied += vb == SATISFIED
         if a.violation_count != b.violation_count:
             rule.count_changed += 1
         elif va == vb:
@@ -189,12 +201,12 @@ def compare_versions(run: AuditRun, before, after) -> RuleComparison:
 
 
 class _Nothing:
-    """A rule that is not there yet: no violation, satisfied."""
+    """A rule that is not there yet: no violation, complied."""
 
     id = -1
     violation_count = 0
-    final = "satisfied"
-    session_verdict = "satisfied"
+    final = SATISFIED
+    session_verdict = SATISFIED
 
     def __init__(self, other):
         self.session = other.session
@@ -208,8 +220,22 @@ def comparison_csv(rules: list[RuleComparison]) -> str:
               "verdict_before", "verdict_after", "violations_before", "violations_after",
               "new_violations", "disappeared_violations", "step"]
     rows = ([rule.rule, rule.version_before, rule.version_after, c.session, c.session_id,
-             c.verdict_before, c.verdict_after, c.violations_before, c.violations_after,
+             c.words_before, c.words_after, c.violations_before, c.violations_after,
              " ".join(f"{t}-{d}" for t, d in c.new), " ".join(f"{t}-{d}" for t, d in c.gone),
              c.step]
             for rule in rules for c in rule.changes)
     return "".join(exports.csv_lines(header, rows))
+
+
+def public_summary(summary: dict | None) -> dict | None:
+    """A stored impact summary as the API and pages give it: verdicts in public words, the old
+    names kept under ``*_was`` and ``to_satisfied`` (deprecated).  Summaries stored before the
+    words changed hold only the old names; newer ones already hold both."""
+    if summary is None:
+        return None
+    out = {**summary, "to_complied": summary.get("to_complied", summary.get("to_satisfied", 0))}
+    out["to_satisfied"] = out["to_complied"]
+    out["sessions_list"] = [c if "verdict_before_was" in c
+                            else with_old_names(c, ("verdict_before", "verdict_after"))
+                            for c in summary.get("sessions_list", [])]
+    return out

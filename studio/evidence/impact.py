@@ -29,7 +29,7 @@ from studio.workspaces.acting import acting_user
 from studio.workspaces.actions import LogAction
 from studio.workspaces.services import record
 
-from .compare import compare_versions
+from .compare import compare_versions, public_summary
 from .models import ImpactCheck, ImpactScope
 
 SAMPLE_MAX = 1_000_000
@@ -116,7 +116,7 @@ def impact_result(check: ImpactCheck) -> dict:
                                                               "result_after": c.result_after}
                                                for c in compared.changes]}
             ImpactCheck.objects.filter(pk=check.pk).update(summary=check.summary)
-        out["summary"] = check.summary
+        out["summary"] = public_summary(check.summary)
         # "0 sessions would change" reads differently when the version can never fire: say so
         out["flags"] = formula_flags(check.version.rule.workspace, parse(check.formula))
     return out

@@ -21,6 +21,7 @@ from studio.logic.library_cases import cases_for
 from studio.logic.parser import FormulaSyntaxError, parse
 from studio.monitor import RuleError, RuleSet
 from studio.monitor.cases import run_case
+from studio.monitor.verdicts import with_old_names
 from studio.rules.models import Rule, RuleVersion
 from studio.rules.monitoring import labeling_for
 from studio.traces.models import Event, TraceSession
@@ -208,10 +209,13 @@ def check_version(version: RuleVersion) -> list[dict]:
     try:
         ruleset = RuleSet([(version.rule.name, version.formula, version.counting or None)])
     except (RuleError, FormulaSyntaxError, ValueError) as exc:
-        return [{**_case_out(c), "passed": False, "verdict": "", "detected": [],
+        return [{**_case_out(c), "passed": False, "verdict": "", "verdict_was": "",
+                 "detected": [],
                  "differs_at": None, "message": f"the formula does not compile: {exc}"}
                 for c in cases]
-    return [{**_case_out(c), **run_case(ruleset, c.steps, c.expect, c.at_step).as_dict()}
+    return [with_old_names({**_case_out(c),
+                            **run_case(ruleset, c.steps, c.expect, c.at_step).as_dict()},
+                           ("verdict",))
             for c in cases]
 
 

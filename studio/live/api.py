@@ -19,6 +19,7 @@ from django.http import HttpRequest, JsonResponse
 from ninja import Field, Router, Schema
 
 from studio.errors import ServiceError
+from studio.monitor.verdicts import OLD_NAMES_UNTIL, with_old_names
 
 from . import ending, intake, reading
 from .errors import LabelerUnavailable
@@ -30,10 +31,18 @@ router = Router(tags=["live"])
 
 # Schemas describe the answers in the OpenAPI document; the views build them as plain dicts.
 
+def was(field: str, default=None):
+    """The deprecated field keeping ``field``'s old value (satisfied, pending) for one release."""
+    return Field(default, description=f"deprecated: {field} in the old names (satisfied, "
+                                      f"pending), answered until {OLD_NAMES_UNTIL}",
+                 json_schema_extra={"deprecated": True})
+
+
 class Change(Schema):
     rule: str
     step: int
-    verdict: str | None = None
+    verdict: str | None = Field(None, description="complied, violated or open")
+    verdict_was: str | None = was("verdict")
     violation: dict | None = None
 
 
@@ -67,17 +76,22 @@ class EventResult(Schema):
 
 
 ONE_VERDICT = ("the rule's one verdict in the session: violated once a violation was counted; "
-               "satisfied when nothing later can change that (or the session ended meeting "
-               "it); pending while the session is open and it depends on what comes next")
+               "complied when nothing later can change that (or the session ended meeting "
+               "it); open while the session is open and it depends on what comes next")
 
 
 class RuleNow(Schema):
     rule: str
     verdict: str = Field(description=ONE_VERDICT)
-    trac_verdict: str = Field(description="TRAC's verdict (the first verdict reached)")
+    trac_verdict: str = Field(description="TRAC's verdict (the first verdict reached): "
+                                          "complied, violated or open")
     residual: str
-    final: str | None = Field(description="the verdict if the session ended now")
+    final: str | None = Field(description="the verdict if the session ended now: complied or "
+                                          "violated")
     violations: int
+    verdict_was: str | None = was("verdict")
+    trac_verdict_was: str | None = was("trac_verdict")
+    final_was: str | None = was("final")
 
 
 class RuleAtEnd(RuleNow):
@@ -112,6 +126,8 @@ class RuleIfCandidate(Schema):
     trac_verdict: str
     residual: str
     violations: list[dict]
+    verdict_was: str | None = was("verdict")
+    trac_verdict_was: str | None = was("trac_verdict")
 
 
 class CandidateResult(Schema):
@@ -165,6 +181,29 @@ def _body_doc(key: str, description: str) -> dict:
 
 PROBLEM_RESPONSES = {401: Problem, 404: Problem, 409: Problem, 413: Problem, 415: Problem, 422: Problem,
            429: Problem, 503: Problem}
+
+
+RULE_VERDICTS = ("verdict", "trac_verdict", "final")
+
+
+def _rules_in_words(rules: list[dict]) -> list[dict]:
+    return [with_old_names(r, [f for f in RULE_VERDICTS if f in r]) for r in rules]
+
+
+def in_words(result: dict) -> dict:
+    """An answer with every verdict in the public words (complied, violated, open) and the
+    old value under ``<field>_was``; the monitors' own dicts keep the stored names."""
+    out = dict(result)
+    if "rules" in out:
+        out["rules"] = _rules_in_words(out["rules"])
+    if "events" in out:
+        out["events"] = [{**e, "changes": [with_old_names(c, ("verdict",)) if "verdict" in c
+                                           else c for c in e.get("changes") or []]}
+                         if "changes" in e else e for e in out["events"]]
+    if "candidates" in out:
+        out["candidates"] = [{**c, "rules": _rules_in_words(c["rules"])} if "rules" in c
+                             else c for c in out["candidates"]]
+    return out
 
 
 def problem(status: int, detail: str, headers: dict | None = None, field: str | None = None):
@@ -222,7 +261,7 @@ def post_events(request: HttpRequest, slug: str, session_id: str):
             status = 207
         else:
             status = 422
-        return JsonResponse(result, status=status)
+        return JsonResponse(in_words(result), status=status)
 
     return answer(run)
 
@@ -234,7 +273,7 @@ def post_events(request: HttpRequest, slug: str, session_id: str):
 def check_candidates(request: HttpRequest, slug: str, session_id: str):
     def run():
         workspace, _, _, candidates = _read(request, slug, "candidates")
-        return JsonResponse(reading.check(workspace, session_id, candidates))
+        return JsonResponse(in_words(reading.check(workspace, session_id, candidates)))
 
     return answer(run)
 
@@ -258,6 +297,6 @@ def end_session(request: HttpRequest, slug: str, session_id: str):
             # Ignored, but still input: it is read as every body is, so that NUL, a lone
             # surrogate or broken JSON is refused here as on the events route.
             intake.parse_json(body)
-        return JsonResponse(ending.end_session(workspace, session_id, actor))
+        return JsonResponse(in_words(ending.end_session(workspace, session_id, actor)))
 
     return answer(run)

@@ -66,7 +66,8 @@ def current_rules(session: TraceSession, context: Context) -> dict:
         rules = rule_states(live.monitor, violation_counts(live.monitor, live.counts),
                             open=session.is_open)
         # Anticipation (issue 17): the four-valued verdict over the whole session, and why.
-        for rule, complete in zip(rules, verdicts_now(live.monitor)):
+        for rule, complete in zip(rules, verdicts_now(live.monitor,
+                                                      ended=not session.is_open)):
             rule.update(complete=complete["complete"], complete_reason=complete["reason"])
     note = ""
     if key != context.versions_key:

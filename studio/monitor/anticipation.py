@@ -20,6 +20,9 @@ import weakref
 from typing import Any
 
 from studio.logic.anticipation import (
+    CURRENTLY_SATISFIED,
+    PERMANENT,
+    PERMANENTLY_SATISFIED,
     PERMANENTLY_VIOLATED,
     WORDS,
     RuleAnticipation,
@@ -146,10 +149,11 @@ class SessionAnticipation:
             self._active = [entry for entry in self._active if self.since[entry[0]] is None]
         return changes
 
-    def results(self) -> list[dict]:
+    def results(self, ended: bool = False) -> list[dict]:
         """Per rule: ``complete`` (the four-valued verdict after the last step),
         ``complete_step`` (the first step after which it was permanent, or None), whether it
-        was anticipated, and the reason."""
+        was anticipated, and the reason.  ``ended``: the session has ended, so its last step
+        settles what was not permanent yet (``at_end``)."""
         out = []
         for i, rule in enumerate(self.monitor.ruleset.rules):
             verdict = self.verdicts[i]
@@ -157,9 +161,10 @@ class SessionAnticipation:
                 self._states[i] = None
                 self.observe()
                 verdict = self.verdicts[i]
-            out.append({"rule": rule.name, "complete": verdict.value,
-                        "complete_step": self.since[i], "anticipated": verdict.anticipated,
-                        "reason": verdict.reason})
+            found = {"rule": rule.name, "complete": verdict.value,
+                     "complete_step": self.since[i], "anticipated": verdict.anticipated,
+                     "reason": verdict.reason}
+            out.append(at_end(found, self.monitor.steps - 1) if ended else found)
         return out
 
     def permanently_violated(self) -> set[str]:
@@ -167,13 +172,29 @@ class SessionAnticipation:
                 if v is not None and v.value == PERMANENTLY_VIOLATED}
 
 
-def verdicts_now(monitor: SessionMonitor) -> list[dict]:
+# Why a verdict is final after the last step of a session that has ended.
+ENDED_MET = "the session has ended, nothing owed"
+ENDED_UNMET = "the session ended without meeting it"
+
+
+def at_end(found: dict, last_step: int) -> dict:
+    """A rule's four-valued verdict after the last step of a session that has ended: nothing
+    can follow, so "met so far" is met for good (nothing owed) and "not met yet"
+    is broken for good, certain since the last step.  Never "a later step can still ..."."""
+    if found["complete"] in PERMANENT:
+        return found
+    met = found["complete"] == CURRENTLY_SATISFIED
+    return {**found, "complete": PERMANENTLY_SATISFIED if met else PERMANENTLY_VIOLATED,
+            "complete_step": max(last_step, 0), "reason": ENDED_MET if met else ENDED_UNMET}
+
+
+def verdicts_now(monitor: SessionMonitor, ended: bool = False) -> list[dict]:
     """The four-valued verdict of every rule for the monitor's current state (no history:
-    ``complete_step`` is not known here and left out)."""
+    ``complete_step`` is not known here and left out); ``ended`` as for ``results``."""
     anticipation = SessionAnticipation(monitor, resume=False)
     anticipation.observe()
     return [{k: v for k, v in r.items() if k != "complete_step"}
-            for r in anticipation.results()]
+            for r in anticipation.results(ended)]
 
 
 def permanently_violated(monitor: SessionMonitor, event: Any = None) -> set[str]:
@@ -190,5 +211,5 @@ def words(value: str) -> str:
     return WORDS.get(value, value)
 
 
-__all__ = ["Anticipator", "SessionAnticipation", "anticipator_for", "permanently_violated",
-           "verdicts_now", "words"]
+__all__ = ["Anticipator", "SessionAnticipation", "anticipator_for", "at_end",
+           "permanently_violated", "verdicts_now", "words"]

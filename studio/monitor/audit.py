@@ -26,6 +26,7 @@ from .automaton import RuleError, compile_rule
 from .anticipation import SessionAnticipation
 from .fast import FastSessionMonitor
 from .session import RuleSet
+from .verdicts import verdict_words
 
 RULE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\- ]*")
 
@@ -199,7 +200,8 @@ class Audit:
     def _rules_json(self, name: str, monitor: FastSessionMonitor) -> list[dict]:
         rules = [r.to_json() for r in monitor.results()]
         if self.anticipations is not None:
-            for rule, complete in zip(rules, self.anticipations[name].results()):
+            # A log's sessions have ended: their last step settles every verdict.
+            for rule, complete in zip(rules, self.anticipations[name].results(ended=True)):
                 rule["complete"] = complete["complete"]
                 rule["complete_step"] = complete["complete_step"]
                 rule["complete_reason"] = complete["reason"]
@@ -219,7 +221,8 @@ def render_text(report: dict) -> str:
             listed = ", ".join(f"{v['trigger']}->{v['detected']}" for v in found[:10])
             more = f" (+{len(found) - 10} more)" if len(found) > 10 else ""
             lines.append(
-                f"  {r['rule']:<{width}}  {r['verdict']}{when}; at end {r['final']}; "
+                f"  {r['rule']:<{width}}  {verdict_words(r['verdict'])}{when}; "
+                f"at end {verdict_words(r['final'])}; "
                 f"{len(found)} violation{'s' if len(found) != 1 else ''}"
                 + (f" [{listed}{more}]" if found else ""))
             if "complete" in r:

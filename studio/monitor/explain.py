@@ -4,7 +4,10 @@ Pure (no Django): the session page, the Live page and the API call these with wh
 
 * ``residual_reading``: a residual formula as a sentence - ``false`` "can no longer be met (since
   step 4)", ``true`` "met, nothing more is required", otherwise "still owed: " and the residual's
-  English (``studio.logic.wording.explain_rest``, the one renderer of formulas).
+  English (``studio.logic.wording.explain_rest``, the one renderer of formulas).  After the last
+  step of a finished session nothing is owed any more: "complied, nothing owed" when the end
+  meets the residual (without "complied" when a violation was counted earlier), else "left
+  unmet when the session ended: ...".
 * ``explain_violation``: one violation as a sentence built from its witness and the rule:
   "Step 3: the agent called send_money; no call to get_balance happened before it."  Its
   events read as the rule's English reads them (``wording.happened``, ``wording.none_of``).
@@ -30,28 +33,40 @@ from .verdicts import PER_INSTANCE
 
 MET = "met, nothing more is required"
 NO_LONGER = "can no longer be met"
+# After the last step of a finished session: no later step can break or meet it any more.
+ENDED_MET = "complied, nothing owed"
+ENDED_OWES_NOTHING = "nothing more owed: the session has ended"  # beside a counted violation
+ENDED_UNMET = "left unmet when the session ended: "
 
 
-def residual_reading(residual: str | Formula, since: int | None = None) -> str:
-    """What a residual means for the rest of the session, in one phrase."""
+def residual_reading(residual: str | Formula, since: int | None = None,
+                     ended: bool = False, complied: bool = True) -> str:
+    """What a residual means for the rest of the session, in one phrase; ``ended``: it is the
+    residual after the last step of a session that has ended (nothing is owed any more);
+    ``complied``: the rule's one verdict there is complied (not violated earlier)."""
     if isinstance(residual, str):
-        return _reading_of_text(residual, since)
-    return _reading(residual, since)
+        return _reading_of_text(residual, since, ended, complied)
+    return _reading(residual, since, ended, complied)
 
 
 @functools.lru_cache(maxsize=4096)
-def _reading_of_text(residual: str, since: int | None) -> str:
+def _reading_of_text(residual: str, since: int | None, ended: bool, complied: bool) -> str:
     # Pages and live answers read the same few residuals over and over.
-    return _reading(residual, since)
+    return _reading(residual, since, ended, complied)
 
 
-def _reading(residual: str | Formula, since: int | None) -> str:
+def _reading(residual: str | Formula, since: int | None, ended: bool = False,
+             complied: bool = True) -> str:
     try:
         f = residual if isinstance(residual, Formula) else parse(residual)
     except FormulaSyntaxError:
         return "still owed: " + str(residual)
     if f is FALSE:
         return NO_LONGER + (f" (since step {since})" if since is not None else "")
+    if ended:
+        if f.empty_value:
+            return ENDED_MET if complied else ENDED_OWES_NOTHING
+        return ENDED_UNMET + wording.explain_rest(f, capitalise=False)
     if f is TRUE:
         return MET
     return "still owed: " + wording.explain_rest(f, capitalise=False)

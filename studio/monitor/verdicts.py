@@ -1,9 +1,14 @@
 """A rule's verdict in a session, and how its violations are counted: one definition for every
 page, the API and every export.
 
-A rule's verdict in a session is *violated* when at least one violation was counted, *satisfied*
-when none was and the session's end verdict holds, and *pending* only while the session is still
+A rule's verdict in a session is *violated* when at least one violation was counted, *complied*
+when none was and the session's end verdict holds, and *open* only while the session is still
 open (a live session not yet ended; an uploaded log is a finished session).
+
+The monitors and the database keep the names ``satisfied`` and ``pending`` (``SATISFIED``,
+``PENDING``); everything a person or a file reads - pages, exports, API values, the client - says
+``complied``, ``violated`` or ``open`` (``verdict_words``).  The JSON API keeps the old value of a
+changed field under ``<field>_was`` for one release (docs/api-verdicts.md).
 
 How violations are counted is part of each rule version (``COUNTING_MODES``):
 
@@ -49,12 +54,19 @@ COUNTING_LABELS = {
     PER_INSTANCE: "every step's obligation",
 }
 
-# Verdicts in words a compliance officer reads without knowing temporal logic.
+# The one word for each verdict wherever a person or a file reads it (pages, CSV, report.json,
+# API values, the client).  Open: not decided yet, the session may still go either way.
+COMPLIED, OPEN = "complied", "open"
 VERDICT_WORDS = {
-    VIOLATED: "violated",
-    SATISFIED: "complied",
-    PENDING: "not decided yet: session still open",
+    VIOLATED: VIOLATED,
+    SATISFIED: COMPLIED,
+    PENDING: OPEN,
 }
+STORED_VERDICTS = {word: stored for stored, word in VERDICT_WORDS.items()}
+VERDICT_GLYPHS = {COMPLIED: "✓", VIOLATED: "✗", OPEN: "…"}
+# The first release without the old names (``<field>_was`` fields, ``satisfied``/``pending``
+# accepted as query values).
+OLD_NAMES_UNTIL = "2027-03-01"
 
 
 class CountingError(ValueError):
@@ -98,8 +110,42 @@ def session_verdict(violations: int, final: str, *, open: bool = False,
     return SATISFIED if final == SATISFIED else VIOLATED
 
 
-def verdict_words(verdict: str) -> str:
-    return VERDICT_WORDS.get(verdict, verdict)
+def verdict_words(verdict: str | None) -> str | None:
+    """The public word of a stored verdict; inside an anticipatory one too
+    (``currently_satisfied`` -> ``currently_complied``).  None stays None."""
+    if verdict is None:
+        return None
+    if verdict in VERDICT_WORDS:
+        return VERDICT_WORDS[verdict]
+    head, sep, last = verdict.rpartition("_")
+    return head + sep + VERDICT_WORDS[last] if sep and last in VERDICT_WORDS else verdict
+
+
+def stored_verdict(word: str | None) -> str | None:
+    """The stored name of a verdict given by its public word or (deprecated) its old name."""
+    if word is None:
+        return None
+    if word in STORED_VERDICTS:
+        return STORED_VERDICTS[word]
+    head, sep, last = word.rpartition("_")
+    return head + sep + STORED_VERDICTS[last] if sep and last in STORED_VERDICTS else word
+
+
+def verdict_glyph(verdict: str) -> str:
+    """✓, ✗ or … for a verdict, stored or public, so a page reads without colour."""
+    return VERDICT_GLYPHS.get(verdict_words(verdict), "…")
+
+
+def with_old_names(answer: dict, fields) -> dict:
+    """``answer`` with each named verdict field in public words and its stored (old) value kept
+    under ``<field>_was`` (deprecated, until ``OLD_NAMES_UNTIL``); lists are mapped per item."""
+    out = dict(answer)
+    for name in fields:
+        value = answer.get(name)
+        out[name + "_was"] = value
+        out[name] = ([verdict_words(v) for v in value] if isinstance(value, list)
+                     else verdict_words(value))
+    return out
 
 
 def effective_counting(counting: str | None, formula: str) -> str:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from django.utils.html import escape
 
 from studio.causal import Msc
+from studio.monitor.verdicts import verdict_glyph, verdict_words
 
 # Geometry, in SVG user units (pixels at 100 % zoom).
 COLUMN = 250            # width of one lifeline's column
@@ -41,7 +42,6 @@ LABEL_CHARS = 30        # event text shown on the chart; the rest is in its tool
 TITLE_CHARS = 300
 MESSAGE_LABEL_CHARS = 22
 ZOOM_LEVELS = (25, 50, 75, 100, 150, 200)   # percent
-GLYPHS = {"satisfied": "✓", "violated": "✗", "pending": "…"}
 KIND_WORDS = {"local": "local action", "send": "send", "receive": "receive",
               "choice": "choice"}
 
@@ -72,8 +72,13 @@ class VerdictMark:
     verdict: str
     detected: int = 0
 
+    @property
+    def word(self) -> str:
+        """The verdict as every page and file says it: complied, violated or open."""
+        return verdict_words(self.verdict)
+
     def describe(self) -> str:
-        text = f"{self.rule}: {self.verdict}"
+        text = f"{self.rule}: {self.word}"
         if self.detected:
             text += f", {self.detected} violation{'s' if self.detected != 1 else ''} detected"
         return text
@@ -326,8 +331,8 @@ def render_svg(chart: ChartInput) -> str:
             add(f'<text class="verdicts" x="{x + 12:.0f}" y="{line_y:.0f}">')
             for mark in verdict_marks:
                 detected = f" {mark.detected}" if mark.detected else ""
-                add(f'<tspan class="verdict-{escape(mark.verdict)}">'
-                    f'{GLYPHS.get(mark.verdict, "?")}{detected} {escape(cut(mark.rule, 16))} '
+                add(f'<tspan class="verdict-{escape(mark.word)}">'
+                    f'{verdict_glyph(mark.verdict)}{detected} {escape(cut(mark.rule, 16))} '
                     '</tspan>')
             add('</text>')
         add('</a>')
@@ -347,9 +352,9 @@ def render_svg(chart: ChartInput) -> str:
             for mark in marks:
                 fy += FOOT_LINE
                 detected = (f", {mark.detected} detected here" if mark.detected else "")
-                add(f'<text class="foot-verdict verdict-{escape(mark.verdict)}" x="{x:.0f}" '
-                    f'y="{fy:.0f}">{GLYPHS.get(mark.verdict, "?")} {escape(cut(mark.rule, 20))}'
-                    f': {escape(mark.verdict)}{detected}</text>')
+                add(f'<text class="foot-verdict verdict-{escape(mark.word)}" x="{x:.0f}" '
+                    f'y="{fy:.0f}">{verdict_glyph(mark.verdict)} {escape(cut(mark.rule, 20))}'
+                    f': {escape(mark.word)}{detected}</text>')
         add('</g>')
     add('</svg>')
     return "".join(out)

@@ -22,7 +22,8 @@ from studio.live.events import SOURCE_LIVE
 from studio.live.reading import current_rules
 from studio.logic.anticipation import WORDS as COMPLETE_WORDS
 from studio.monitor.explain import residual_reading
-from studio.monitor.verdicts import effective_counting, session_verdict, verdict_words
+from studio.monitor.verdicts import (SATISFIED, effective_counting, session_verdict, verdict_glyph,
+                                     verdict_words)
 from studio.traces.models import TraceSession
 from studio.workspaces.access import workspace_page
 
@@ -58,9 +59,11 @@ def rules_in_words(session: TraceSession, current: dict, context: Context) -> di
                                   open=session.is_open,
                                   settled=rule.get("trac_verdict", rule["verdict"]),
                                   counting=counting.get(rule["rule"], ""))
-        rules.append({**rule, "session_verdict": verdict, "words": verdict_words(verdict),
+        rules.append({**rule, "session_verdict": verdict_words(verdict),
+                      "words": verdict_words(verdict), "glyph": verdict_glyph(verdict),
                       "final_words": verdict_words(rule["final"]) if rule["final"] else "",
-                      "reading": residual_reading(rule["residual"]),
+                      "reading": residual_reading(rule["residual"], ended=not session.is_open,
+                                                  complied=verdict == SATISFIED),
                       "complete_words": COMPLETE_WORDS.get(rule.get("complete", ""), "")})
     return {"session": session, "note": current["note"], "rules": rules}
 

@@ -27,9 +27,10 @@ UPLOADS_OFFERED = 200
 
 # The list's verdict filter: its value, what the select says, the results it keeps.
 VERDICT_FILTERS = {
-    "violated": (verdict_words(VIOLATED), session_verdict_q(VIOLATED)),
-    "satisfied": (verdict_words(SATISFIED), session_verdict_q(SATISFIED)),
-    "pending": (verdict_words(PENDING), session_verdict_q(PENDING)),
+    verdict_words(VIOLATED): (verdict_words(VIOLATED), session_verdict_q(VIOLATED)),
+    verdict_words(SATISFIED): (verdict_words(SATISFIED), session_verdict_q(SATISFIED)),
+    verdict_words(PENDING): (verdict_words(PENDING) + ": not decided yet",
+                             session_verdict_q(PENDING)),
     "final-violated": ("violated when the session ends", Q(final="violated")),
     "any-violation": ("with at least one violation", Q(violation_count__gt=0)),
 }
@@ -87,7 +88,8 @@ def session_list(request: HttpRequest, slug: str):
                             f"{'run ' + str(run.id) if run else 'any run'}; the rule filter "
                             "is ignored.")
             rule_name = ""
-    verdict = request.GET.get("verdict", "").strip()
+    # Links saved before the words changed say satisfied or pending.
+    verdict = verdict_words(request.GET.get("verdict", "").strip())
     if verdict and verdict not in VERDICT_FILTERS:
         problems.append(f"“{verdict[:40]}” is not a verdict to filter by; choose one of: "
                         f"{', '.join(VERDICT_FILTERS)}.")

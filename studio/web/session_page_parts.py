@@ -10,7 +10,7 @@ from django.http import HttpResponse
 from django.shortcuts import render
 
 from studio.audits.models import AuditRun, RunStatus, SessionResult
-from studio.monitor.verdicts import verdict_words
+from studio.monitor.verdicts import verdict_glyph, verdict_words
 
 RUNS_OFFERED = 50
 SEARCH_LIMIT = 300
@@ -18,7 +18,6 @@ SEARCH_LIMIT = 300
 LARGEST_NUMBER = 2**63 - 1
 # Parameters of the list that a session page carries back to it.
 LIST_PARAMS = ("run", "rule", "verdict", "q", "upload", "all", "page")
-GLYPHS = {"satisfied": "✓", "violated": "✗", "pending": "…"}
 
 
 class Missing(Exception):
@@ -107,6 +106,7 @@ def query_string(**params) -> str:
 
 
 def verdict_badge(verdict: str, count: int = 0) -> dict:
-    """A rule's one verdict in a session (``session_verdict``), in words and a glyph."""
-    return {"verdict": verdict, "words": verdict_words(verdict), "count": count,
-            "glyph": GLYPHS[verdict]}
+    """A rule's one verdict in a session (``session_verdict``), in words and a glyph;
+    ``verdict`` is its public word (complied, violated, open), as the pages' classes name it."""
+    word = verdict_words(verdict)
+    return {"verdict": word, "words": word, "count": count, "glyph": verdict_glyph(verdict)}

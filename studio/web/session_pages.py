@@ -40,14 +40,14 @@ from studio.logic.parser import FormulaSyntaxError, parse
 from studio.logic.reads import rule_reads
 from studio.monitor import RuleError
 from studio.monitor.explain import explain_violation, residual_reading
-from studio.monitor.verdicts import (PENDING, VIOLATED, effective_counting, session_verdict,
-                                     verdict_words)
+from studio.monitor.verdicts import (PENDING, SATISFIED, VIOLATED, effective_counting,
+                                     session_verdict, verdict_glyph, verdict_words)
 from studio.traces.models import Event, TraceSession
 from studio.workspaces.access import actor, workspace_page
 from studio.workspaces.models import Role
 
 from . import live_pages
-from .session_page_parts import (GLYPHS, LARGEST_NUMBER, LIST_PARAMS, SEARCH_LIMIT, Missing,
+from .session_page_parts import (LARGEST_NUMBER, LIST_PARAMS, SEARCH_LIMIT, Missing,
                                  int_param, missing_page, page_links, query_string, run_choice,
                                  run_options, verdict_badge)
 
@@ -61,11 +61,11 @@ WITNESS_LISTED = 500
 
 
 def _so_far(verdict: str, count: int, session_open: bool) -> dict:
-    """A rule's verdict as it stood after a step; not decided yet at a step of a session that
-    has ended since is not "session still open"."""
+    """A rule's verdict as it stood after a step; open at a step of a session that has ended
+    since is open at that step only."""
     badge = verdict_badge(verdict, count)
     if verdict == PENDING and not session_open:
-        badge["words"] = "not decided yet at this step"
+        badge["words"] = "open at this step"
     return badge
 
 
@@ -183,7 +183,9 @@ def _residual_context(run, session, step: int | None, results) -> dict:
                "stored": [{"rule": r.rule_version.rule.name, "badge": _stored_badge(r),
                            "final": verdict_words(r.final), "residual": r.residual,
                            "reading": residual_reading(r.residual,
-                                                       since=_violated_since(r.timeline))}
+                                                       since=_violated_since(r.timeline),
+                                                       ended=not session.is_open,
+                                                       complied=r.session_verdict == SATISFIED)}
                           for r in results]}
     if run is not None and step is not None:
         try:
@@ -247,7 +249,8 @@ def _state_in_words(state: replay.StepState, session, results) -> dict:
         rules.append({
             "rule": rule.rule, "badge": _so_far(verdict, count, session.is_open),
             "residual": rule.residual,
-            "reading": residual_reading(rule.residual, since=since),
+            "reading": residual_reading(rule.residual, since=since, ended=ended,
+                                        complied=verdict == SATISFIED),
             "final": verdict_words(rule.final), "counted": count, "detected_here": len(found),
             "explanations": [explain_violation(rule.formula, v.trigger, v.detected, v.at_end,
                                                v.witness, counting)
@@ -480,9 +483,9 @@ def _lanes(results, window: list[int], step, witness_steps: set, links: _Links,
             ended = s == session_last and not r.session.is_open
             verdict = session_verdict(counted, r.final if ended else "", open=not ended,
                                       settled=_verdict_at(r.timeline, s), counting=counting)
-            cells.append({"step": s, "verdict": verdict,
+            cells.append({"step": s, "verdict": verdict_words(verdict),
                           "words": _so_far(verdict, counted, r.session.is_open)["words"],
-                          "glyph": GLYPHS.get(verdict, "?"),
+                          "glyph": verdict_glyph(verdict),
                           "detected": detected.get((r.id, s), 0), "selected": s == step,
                           "witness": s in witness_steps})
         lanes.append({"rule": name, "formula": r.rule_version.formula, "result": r,

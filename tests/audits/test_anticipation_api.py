@@ -27,13 +27,16 @@ def test_lanes_say_when_the_verdict_became_certain(team, run_tasks):  # noqa: F8
         audit = Api(team.auditor).post("acme/audits").json()
     body = Api(team.auditor).get(f"acme/audits/{audit['id']}/sessions/{sid(team, 'a')}").json()
     lanes = {lane["rule"]: lane for lane in body["rules"]}
-    # TRAC leaves both pending; no continuation can change either verdict.
-    assert lanes["granted_after_request"]["verdict"] == "pending"
+    # TRAC leaves both open; no continuation can change either verdict.
+    assert lanes["granted_after_request"]["verdict"] == "open"
     assert (lanes["granted_after_request"]["complete"],
-            lanes["granted_after_request"]["complete_step"]) == ("permanently_satisfied", 0)
-    assert lanes["refund_owed"]["verdict"] == "pending"
+            lanes["granted_after_request"]["complete_step"]) == ("permanently_complied", 0)
+    assert lanes["granted_after_request"]["complete_was"] == "permanently_satisfied"
+    assert lanes["refund_owed"]["verdict"] == "open"
     assert (lanes["refund_owed"]["complete"], lanes["refund_owed"]["complete_step"]) == (
         "permanently_violated", 1)
     assert lanes["refund_owed"]["complete_reason"].startswith("nothing the agent does later can meet it")
+    # The uploaded session has ended: its last step (2) settles what was not certain yet.
     assert (lanes["logs_out"]["complete"], lanes["logs_out"]["complete_step"]) == (
-        "currently_violated", None)
+        "permanently_violated", 2)
+    assert lanes["logs_out"]["complete_reason"] == "the session ended without meeting it"

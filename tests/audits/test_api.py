@@ -135,20 +135,29 @@ def test_results_with_filters_and_pages(team, audit):
     assert a_respond == {
         "session_id": sid(team, "a"), "session": "a", "rule": "respond", "rule_version": 1,
         "rule_version_id": a_respond["rule_version_id"], "steps": 4,
-        "session_verdict": "violated", "verdict": "pending",
+        "session_verdict": "violated", "verdict": "open",
         "first_verdict_step": None, "final": "violated",
-        "residual": "F answer & G (!request | F answer)", "violations": 1}
-    # The one verdict: TRAC was still pending when the log ended, but a violation was counted.
+        "residual": "F answer & G (!request | F answer)", "violations": 1,
+        # The old names, kept for one release (docs/api-verdicts.md).
+        "session_verdict_was": "violated", "verdict_was": "pending", "final_was": "violated"}
+    # The one verdict: TRAC was still open when the log ended, but a violation was counted.
     one = api.get(f"acme/audits/{audit['id']}/results", session_verdict="violated").json()
     assert sorted((r["session"], r["rule"]) for r in one["items"]) == [
         ("a", "logs_out"), ("a", "respond"), ("b", "no_delete")]
     assert api.get(f"acme/audits/{audit['id']}/results",
-                   session_verdict="pending").json()["count"] == 0  # uploaded logs ended
+                   session_verdict="open").json()["count"] == 0  # uploaded logs ended
+    # The old names still filter, for one release.
+    assert api.get(f"acme/audits/{audit['id']}/results",
+                   session_verdict="pending").json()["count"] == 0
+    assert api.get(f"acme/audits/{audit['id']}/results",
+                   session_verdict="satisfied").json()["count"] == 6
 
     violated = api.get(f"acme/audits/{audit['id']}/results", verdict="violated").json()
     assert [(r["session"], r["rule"]) for r in violated["items"]] == [("b", "no_delete")]
-    by_rule = api.get(f"acme/audits/{audit['id']}/results", rule="logs_out", final="satisfied")
+    by_rule = api.get(f"acme/audits/{audit['id']}/results", rule="logs_out", final="complied")
     assert {r["session"] for r in by_rule.json()["items"]} == {"b", "=cmd|' /C calc'!A0"}
+    assert api.get(f"acme/audits/{audit['id']}/results", rule="logs_out",
+                   final="satisfied").json() == by_rule.json()
     with_violations = api.get(f"acme/audits/{audit['id']}/results", violated=True).json()
     assert with_violations["count"] == 3  # a: respond, logs_out; b: no_delete
     one_session = api.get(f"acme/audits/{audit['id']}/results", session=sid(team, "b")).json()
@@ -173,7 +182,8 @@ def test_one_sessions_lanes_and_witnesses(team, audit):
     body = response.json()
     assert (body["session"], body["steps"]) == ("a", 4)
     lanes = {lane["rule"]: lane for lane in body["rules"]}
-    assert lanes["respond"]["timeline"] == [{"step": 0, "verdict": "pending"}]
+    assert lanes["respond"]["timeline"] == [{"step": 0, "verdict": "open",
+                                             "verdict_was": "pending"}]
     # Each violation is explained in a sentence; residuals come with their English reading.
     assert lanes["respond"]["violations"] == [
         {"trigger": 2, "detected": 3, "at_end": True,
@@ -184,13 +194,15 @@ def test_one_sessions_lanes_and_witnesses(team, audit):
                       "residual_english": "still owed: the next step or a later one is "
                                           "labelled answer."}]}]
     assert lanes["logs_out"]["final"] == "violated"
+    # The session has ended: nothing is owed any more, the end left the rule unmet.
     assert lanes["logs_out"]["residual_english"] == (
-        "still owed: the next step or a later one is labelled logout.")
+        "left unmet when the session ended: the next step or a later one is labelled logout.")
     assert lanes["no_delete"]["violations"] == []
 
     b = Api(team.auditor).get(f"acme/audits/{audit['id']}/sessions/{sid(team, 'b')}").json()
     no_delete = {lane["rule"]: lane for lane in b["rules"]}["no_delete"]
-    assert no_delete["timeline"] == [{"step": 0, "verdict": "violated"}]
+    assert no_delete["timeline"] == [{"step": 0, "verdict": "violated",
+                                      "verdict_was": "violated"}]
     assert no_delete["residual_english"] == "can no longer be met (since step 0)"
     assert no_delete["violations"][0]["witness"] == [
         {"step": 0, "labels": ["delete"], "residual": "false",
@@ -205,17 +217,20 @@ def test_reports(team, audit):
     assert [r["rule"] for r in report["rules"]] == ["logs_out", "no_delete", "respond"]
     logs_out = report["rules"][0]
     # Totals count the one verdict: session a ended without logging out (violated, not
-    # "pending" as TRAC's verdict after the last step would say).
+    # open as TRAC's verdict after the last step would say).  satisfied and pending: the old
+    # names of complied and open, kept for one release.
     assert logs_out == {"rule": "logs_out", "rule_version": 1,
                         "rule_version_id": logs_out["rule_version_id"],
                         "counting": "after_violation",
-                        "formula": "F logout", "sessions": 3, "satisfied": 2, "pending": 0,
+                        "formula": "F logout", "sessions": 3, "complied": 2, "open": 0,
+                        "satisfied": 2, "pending": 0,
                         "violated": 1, "final_violated": 1, "violations": 1}
     assert logs_out["rule_version_id"] == audit["rule_versions"][0]["id"]
     rows = {s["session"]: s for s in report["sessions"]}
-    assert rows["a"]["verdicts"] == ["violated", "satisfied", "violated"]
-    assert rows["b"]["verdicts"] == ["satisfied", "violated", "satisfied"]
-    assert rows["a"]["final"] == ["violated", "satisfied", "violated"]
+    assert rows["a"]["verdicts"] == ["violated", "complied", "violated"]
+    assert rows["b"]["verdicts"] == ["complied", "violated", "complied"]
+    assert rows["a"]["final"] == ["violated", "complied", "violated"]
+    assert rows["a"]["verdicts_was"] == ["violated", "satisfied", "violated"]
     assert rows["a"]["violations"] == [1, 0, 1]
     assert rows["b"]["violations"] == [0, 1, 0]
 
@@ -229,7 +244,7 @@ def test_reports(team, audit):
                         "no_delete verdict", "no_delete final", "no_delete violations",
                         "respond verdict", "respond final", "respond violations"]
     body = {row[1]: row for row in table[1:]}
-    assert body["a"][2:] == ["4", "violated", "violated", "1", "satisfied", "satisfied", "0",
+    assert body["a"][2:] == ["4", "violated", "violated", "1", "complied", "complied", "0",
                              "violated", "violated", "1"]
     # A session id that a spreadsheet would run as a formula is neutralised.
     assert "'=cmd|' /C calc'!A0" in body

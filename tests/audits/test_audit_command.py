@@ -159,7 +159,7 @@ def test_several_logs_continue_sessions_and_text_format_reads_well(tmp_path, rul
     done = audit_cli(first, second, "--rules", rules_file)
     assert done.returncode == 0
     assert done.stdout.splitlines()[0] == "session s (2 steps)"
-    assert "pay_before_ship     satisfied at step 0; at end satisfied" in done.stdout
+    assert "pay_before_ship     complied at step 0; at end complied" in done.stdout
 
 
 def test_the_audit_keeps_sessions_not_events(tmp_path):

@@ -56,19 +56,20 @@ def test_the_counting_decides_the_verdict_and_every_export_says_the_same(
         ("check again", 1, "every_verdict"), ("check first", 2, "after_violation")]
     assert report["rules"][1]["rule_version_id"] == SessionResult.objects.get(
         run=run, rule_version__rule__name="check first").rule_version_id
-    assert report["sessions"][0]["verdicts"] == ["violated", "satisfied"]
+    assert report["sessions"][0]["verdicts"] == ["violated", "complied"]
+    assert report["sessions"][0]["verdicts_was"] == ["violated", "satisfied"]
     assert report["sessions"][0]["violations"] == [2, 0]  # each payment after the check
-    assert [(r["satisfied"], r["violated"], r["pending"]) for r in report["rules"]] == [
+    assert [(r["complied"], r["violated"], r["open"]) for r in report["rules"]] == [
         (0, 1, 0), (1, 0, 0)]
 
     csv_text = b"".join(get(team, f"audits/{run.id}/report.csv").streaming_content).decode()
     table = list(csv.reader(io.StringIO(csv_text)))
-    assert table[1][3:] == ["violated", "satisfied", "2", "satisfied", "satisfied", "0"]
+    assert table[1][3:] == ["violated", "complied", "2", "complied", "complied", "0"]
 
     lanes = get(team, f"audits/{run.id}/sessions/{sessions['s'].id}").json()["rules"]
     assert [(lane["rule"], lane["rule_version"], lane["session_verdict"], lane["verdict"])
-            for lane in lanes] == [("check again", 1, "violated", "satisfied"),
-                                   ("check first", 2, "satisfied", "satisfied")]
+            for lane in lanes] == [("check again", 1, "violated", "complied"),
+                                   ("check first", 2, "complied", "complied")]
     assert lanes[0]["counting_sentence"] == COUNTING_SENTENCES["every_verdict"]
 
 
@@ -87,7 +88,7 @@ def test_the_evidence_report_says_how_each_rule_counts(team, django_capture_on_c
     assert COUNTING_SENTENCES[PER_INSTANCE] in page
 
 
-# --- no surface shows satisfied where a violation was counted ---------------------------------
+# --- no surface shows complied where a violation was counted ----------------------------------
 
 @pytest.fixture
 def stored(team, django_capture_on_commit_callbacks):
@@ -105,14 +106,14 @@ def surfaces(team, run, session) -> dict[str, str | int]:
     table = list(csv.reader(io.StringIO(
         b"".join(get(team, f"{base}/report.csv").streaming_content).decode())))
     filtered = {v: get(team, f"{base}/results", session_verdict=v).json()["count"]
-                for v in ("satisfied", "violated", "pending")}
+                for v in ("complied", "violated", "open")}
     return {"results": get(team, f"{base}/results").json()["items"][0]["session_verdict"],
             "lanes": get(team, f"{base}/sessions/{session.id}").json()["rules"][0][
                 "session_verdict"],
             "report": report["sessions"][0]["verdicts"][0],
             "csv": table[1][3],
-            "totals satisfied": report["rules"][0]["satisfied"],
-            "filter satisfied": filtered["satisfied"],
+            "totals complied": report["rules"][0]["complied"],
+            "filter complied": filtered["complied"],
             "filters total": sum(filtered.values())}
 
 
@@ -121,7 +122,7 @@ def surfaces(team, run, session) -> dict[str, str | int]:
 @given(violations=st.integers(0, 3), final=st.sampled_from(["satisfied", "violated"]),
        settled=st.sampled_from(["pending", "satisfied", "violated"]),
        open_=st.booleans(), counting=st.sampled_from(COUNTING_MODES))
-def test_no_surface_shows_satisfied_where_a_violation_was_counted(
+def test_no_surface_shows_complied_where_a_violation_was_counted(
         team, stored, violations, final, settled, open_, counting):
     run, session, version, result = stored
     SessionResult.objects.filter(pk=result.pk).update(violation_count=violations, final=final,
@@ -137,13 +138,13 @@ def test_no_surface_shows_satisfied_where_a_violation_was_counted(
     assert len(words) == 1, seen  # the same everywhere
     if violations:
         assert words == {"violated"}, seen
-        assert (seen["totals satisfied"], seen["filter satisfied"]) == (0, 0), seen
+        assert (seen["totals complied"], seen["filter complied"]) == (0, 0), seen
     if not open_:
-        assert words != {"pending"}, seen  # a finished session is decided
+        assert words != {"open"}, seen  # a finished session is decided
 
 
 def test_the_property_test_reads_a_real_api_answer(team, stored):
     # Guard against a vacuous property: the fixture's own result reads back as stored.
     run, session, _, _ = stored
-    assert surfaces(team, run, session)["results"] == "satisfied"
+    assert surfaces(team, run, session)["results"] == "complied"
     assert json.loads(get(team, f"audits/{run.id}/report.json").content)["sessions"]

@@ -89,13 +89,13 @@ def test_a_signed_client_sends_checks_and_ends(live_server, workspace, owner):
     answer = client.send_events("s-1", [{"event_id": "b1", "output": {
         "tool": "get_balance", "args": {"account": "me"}}}])
     assert answer["stored"] == 1
-    assert answer["events"][0]["changes"][0]["verdict"] == "satisfied"
+    assert answer["events"][0]["changes"][0]["verdict"] == "complied"
     assert client.check("s-1", [pay])["candidates"][0]["violates"] is False
     # The same event again is a duplicate, not a second step.
     again = client.send_events("s-1", [{"event_id": "b1", "output": {"tool": "get_balance"}}])
     assert (again["duplicates"], again["steps"]) == (1, 1)
     ended = client.end("s-1")
-    assert ended["rules"][0]["verdict"] == "satisfied"
+    assert ended["rules"][0]["verdict"] == "complied"
     with pytest.raises(StudioError) as caught:
         client.send_events("s-1", [pay])
     assert caught.value.status == 409
@@ -214,7 +214,7 @@ def test_each_intervention_of_the_real_guard_is_applied(client, example, set_pol
         assert first.model == "careful-1"
     if decision == "best_of_n":
         assert first.candidate is not None and first.attempts == 0
-    assert result["end"]["rules"][0]["verdict"] == "satisfied"
+    assert result["end"]["rules"][0]["verdict"] == "complied"
 
 
 def test_a_stop_policy_stops_the_loop_before_the_payment(client, example, set_policy):

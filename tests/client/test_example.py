@@ -24,7 +24,7 @@ def rule_guard(fake, decision, **extra):
 
     fake.route("POST", "/guard", respond)
     fake.route("POST", "/end", [(200, {"rules": [{"rule": "pay_after_balance",
-                                                  "verdict": "satisfied"}]})])
+                                                  "verdict": "complied"}]})])
 
 
 def run(example, client, **options):
@@ -59,7 +59,7 @@ def test_the_guard_turns_the_payment_into_a_balance_check_first(fake, client, ex
     if decision == "inject":
         hinted = fake.of("/guard")[1].body
         assert hinted["attempt"] == 1
-    assert result["end"]["rules"][0]["verdict"] == "satisfied"
+    assert result["end"]["rules"][0]["verdict"] == "complied"
 
 
 def test_best_of_n_takes_the_sampled_balance_check(fake, client, example):

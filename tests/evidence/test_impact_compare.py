@@ -65,7 +65,9 @@ def test_impact_check_lists_the_sessions_that_change_with_the_first_differing_st
     assert summary["sessions_changed"] == 1 and summary["to_violated"] == 1
     (change,) = summary["sessions_list"]
     assert change["session"] == "late-answer" and change["step"] == 1
-    assert (change["verdict_before"], change["verdict_after"]) == ("satisfied", "violated")
+    assert (change["verdict_before"], change["verdict_after"]) == ("complied", "violated")
+    assert (change["verdict_before_was"], change["verdict_after_was"]) == (
+        "satisfied", "violated")
     assert change["new_violations"] == [{"trigger": 0, "detected": 1}]
     shown = reviewer.get(f"/api/w/impact/rules/{team.rule.id}/versions/2/impact",
                          {"witnesses": "true"}).json()["summary"]["sessions_list"][0]

@@ -35,7 +35,7 @@ def test_a_token_posts_and_reads_back_changes_and_residuals(workspace, token):
     assert response.status_code == 200
     body = response.json()
     assert body["events"][0]["changes"][0] == {"rule": "pay_before_ship", "step": 0,
-                                               "verdict": "violated"}
+                                               "verdict": "violated", "verdict_was": "violated"}
     assert {r["rule"]: r["residual"] for r in body["rules"]}["no_delete"] == "G !tool_call:delete"
 
 

@@ -37,7 +37,8 @@ def rules_of(body) -> dict:
 def test_a_rule_pending_while_open_is_violated_once_the_session_ends(confirm, token):
     agent = Agent("acme", token=token)
     posted = agent.post("s1", [{**LOOK, "event_id": "e1"}]).json()
-    assert rules_of(posted)["confirms"]["verdict"] == "pending"  # it may still confirm
+    assert rules_of(posted)["confirms"]["verdict"] == "open"  # it may still confirm
+    assert rules_of(posted)["confirms"]["verdict_was"] == "pending"  # the old name, one release
     assert rules_of(posted)["confirms"]["final"] == "violated"
 
     ended = agent.post("s1", [], what="end")
@@ -47,7 +48,7 @@ def test_a_rule_pending_while_open_is_violated_once_the_session_ends(confirm, to
     confirms = rules_of(body)["confirms"]
     assert (confirms["verdict"], confirms["violations"], confirms["end_violations"]) == (
         "violated", 1, 1)
-    assert rules_of(body)["no_delete"]["verdict"] == "satisfied"  # G !delete held to the end
+    assert rules_of(body)["no_delete"]["verdict"] == "complied"  # G !delete held to the end
     assert body["already_ended"] is False
     session = TraceSession.objects.get(external_id="s1")
     assert session.ended_at is not None and not session.is_open

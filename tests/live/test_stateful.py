@@ -12,6 +12,7 @@ from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, multip
 from studio.labeling import Labeling
 from studio.live.ingest import clear_caches
 from studio.monitor import RuleSet, SessionMonitor
+from studio.monitor.verdicts import verdict_words, with_old_names
 from tests.live.conftest import RULES, Agent
 
 pytestmark = pytest.mark.django_db
@@ -35,8 +36,14 @@ def canonical(event):
 
 
 def rule_states(monitor):
-    return {t.machines.rule.name: (t.verdict, t.residual.text, len(o.violations))
+    """The model's states in the words the answers use (complied, violated, open)."""
+    return {t.machines.rule.name: (verdict_words(t.verdict), t.residual.text, len(o.violations))
             for t, o in zip(monitor.trac, monitor.violation_monitors)}
+
+
+def in_words(changes):
+    """The model's changes as the answers give them: the verdict in words, the old beside."""
+    return [with_old_names(c, ("verdict",)) if "verdict" in c else c for c in changes]
 
 
 class LiveIngestion(RuleBasedStateMachine):
@@ -56,7 +63,7 @@ class LiveIngestion(RuleBasedStateMachine):
         previous = canonical(self.history[-1]) if self.history else None
         changes = self.model.feed(LABELING.label(canonical(event), previous))
         self.history.append(event)
-        return changes
+        return in_words(changes)
 
     def _post(self, batch):
         response = self.agent.post(self.session, batch)

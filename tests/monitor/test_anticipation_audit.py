@@ -43,14 +43,17 @@ def test_audit_reports_complete_verdicts_and_the_step_they_became_certain(tmp_pa
     # Once a request was seen, no grant can violate G(grant -> O request) any more.
     assert (b["granted_after_request"]["complete"],
             b["granted_after_request"]["complete_step"]) == ("permanently_satisfied", 0)
+    # A log's sessions have ended: the last step (1) settles what was not certain before it,
+    # so a finished session never reads "a later step can still break it".
     assert (a["eventually_done"]["complete"], a["eventually_done"]["complete_step"]) == (
-        "currently_violated", None)
+        "permanently_violated", 1)
     assert (b["eventually_done"]["complete"], b["eventually_done"]["complete_step"]) == (
         "permanently_satisfied", 1)
     assert (b["answers"]["complete"], b["answers"]["complete_step"]) == (
-        "currently_violated", None)
+        "permanently_violated", 1)
     assert (a["answers"]["complete"], a["answers"]["complete_step"]) == (
-        "currently_satisfied", None)
+        "permanently_satisfied", 1)
+    assert a["answers"]["complete_reason"] == "the session has ended, nothing owed"
     assert "complete: broken for good since step 0" in render_text(report)
 
 

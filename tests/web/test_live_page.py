@@ -72,11 +72,11 @@ def test_a_sessions_verdict_changes_as_events_arrive(setup):
     assert agent.post("agent-7", [{"event_id": "e1", "output": {"tool": "search"}}]
                       ).status_code == 200
     page = owner.get("/w/acme/live/").content.decode()
-    owes_no_delete = ("not decided yet: session still open | still owed: from the next step "
+    owes_no_delete = ("open | still owed: from the next step "
                       "on, never: the agent calls delete. | G !tool_call:delete")
     assert rule_states(page, "agent-7") == {
         "no_delete": owes_no_delete,
-        "pay_before_ship": "not decided yet: session still open | still owed: from the next "
+        "pay_before_ship": "open | still owed: from the next "
                            "step on, no call to ship before the first call to pay (and none at "
                            "all if that never happens). | !tool_call:ship W tool_call:pay",
     }

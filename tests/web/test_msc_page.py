@@ -126,7 +126,7 @@ def test_the_merge_chart_shows_lifelines_messages_transit_and_the_guard(team, me
     assert verdict and "no_failure" in verdict[0].text
     foot = {t.text for t in root.iter(f"{SVG}text") if "foot-verdict" in classes(t)}
     assert "✗ no_failure: violated, 1 detected here" in foot      # TestRunner
-    assert "… no_failure: pending" in foot                        # Orchestrator, before step 6
+    assert "… no_failure: open" in foot                        # Orchestrator, before step 6
     # The table says it all in words.
     assert re.search(r'<tr id="row-7"><th scope="row"><a href="[^"]*event=7#selection">7</a>'
                      r"</th><td>TestRunner</td><td>send</td><td>report-2 <span class=\"tag "

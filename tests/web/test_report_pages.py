@@ -249,7 +249,7 @@ def test_csv_and_json_exports(team, run):
                         "no_delete verdict", "no_delete final", "no_delete violations",
                         "respond verdict", "respond final", "respond violations"]
     rows = {row[1]: row for row in table[1:]}
-    assert rows["a"][2:] == ["4", "violated", "violated", "1", "satisfied", "satisfied", "0",
+    assert rows["a"][2:] == ["4", "violated", "violated", "1", "complied", "complied", "0",
                              "violated", "violated", "1"]
     # The formula-injection guard: the session id cannot run in a spreadsheet.
     assert "'=cmd|' /C calc'!A0" in rows and "=cmd|' /C calc'!A0" not in rows
@@ -267,7 +267,8 @@ def test_csv_and_json_exports(team, run):
         assert document[key] == api_document[key], key
     assert document["ground_truth"] == []
     sessions = {s["session"]: s for s in document["sessions"]}
-    assert sessions["b"]["final"] == ["satisfied", "violated", "satisfied"]
+    assert sessions["b"]["final"] == ["complied", "violated", "complied"]
+    assert sessions["b"]["final_was"] == ["satisfied", "violated", "satisfied"]
     assert sessions["b"]["violations"] == [0, 1, 0]
 
 

@@ -129,7 +129,7 @@ def test_the_list_shows_a_verdict_badge_per_rule(team, run):
     alpha, beta, gamma = (cells(rows[k]) for k in ("alpha", "beta", "gamma"))
     # steps, source, then examine_after_take, logs_out, no_drop.
     assert alpha[0] == ["6"] and alpha[1] == ["upload"]
-    # An uploaded log is a finished session: each rule is violated or complied, never pending.
+    # An uploaded log is a finished session: each rule is violated or complied, never open.
     assert alpha[2] == ["✓", "complied"]
     assert alpha[3] == ["✓", "complied"]
     assert alpha[4] == ["✗", "violated", "2", "violations"]
@@ -148,7 +148,8 @@ def test_filters_narrow_the_list(team, run):
 
     assert listed(rule="no_drop", verdict="violated") == {"alpha"}
     assert listed(rule="examine_after_take", verdict="violated") == {"beta"}
-    assert listed(rule="logs_out", verdict="satisfied") == {"alpha", "gamma"}
+    assert listed(rule="logs_out", verdict="complied") == {"alpha", "gamma"}
+    assert listed(rule="logs_out", verdict="satisfied") == {"alpha", "gamma"}  # an older link
     assert listed(rule="logs_out", verdict="final-violated") == {"beta"}
     assert listed(verdict="violated") == {"alpha", "beta"}  # any rule
     assert listed(verdict="any-violation", rule="no_drop") == {"alpha"}
@@ -217,14 +218,14 @@ def test_the_list_is_paged_without_a_query_per_row(team, start):
 def test_lanes_show_the_verdict_at_each_step(team, run):
     page = client_of(team.auditor).get(
         f"/w/acme/sessions/{session_id(team, 'alpha')}/").content.decode()
-    assert lane_text(page, "no_drop", 0) == "not decided yet at this step after step 0"
-    assert lane_text(page, "no_drop", 1) == "not decided yet at this step after step 1"
+    assert lane_text(page, "no_drop", 0) == "open at this step after step 0"
+    assert lane_text(page, "no_drop", 1) == "open at this step after step 1"
     assert lane_text(page, "no_drop", 2) == (
         "violated after step 2, 1 violation detected at step 2")
     assert lane_text(page, "no_drop", 3) == "violated after step 3"
     assert lane_text(page, "no_drop", 4) == (
         "violated after step 4, 1 violation detected at step 4")
-    assert lane_text(page, "logs_out", 4) == "not decided yet at this step after step 4"
+    assert lane_text(page, "logs_out", 4) == "open at this step after step 4"
     assert lane_text(page, "logs_out", 5) == "complied after step 5"
     # The timeline: labels as the run's labeling gives them (built-in tool_call atom too),
     # values escaped, long values cut with the rest in <details>.
