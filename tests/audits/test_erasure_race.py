@@ -183,13 +183,13 @@ def _waiting_for_the_erasure_lock() -> bool:
         return cursor.fetchone()[0] > 0
 
 
-def _wait_for(predicate, what: str, timeout: float = 30.0) -> None:
+def _wait_for(predicate, what: str, timeout: float = 30.0, seen=None) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
             return
         time.sleep(0.01)
-    pytest.fail(f"timed out waiting for {what}")
+    pytest.fail(f"timed out waiting for {what}" + (f"; {seen()}" if seen else ""))
 
 
 class InThread(threading.Thread):
@@ -311,7 +311,6 @@ def test_a_real_worker_racing_an_erasure_keeps_no_result_of_erased_events(team, 
            "PYTHONUNBUFFERED": "1", "CELERY_QUEUE": queue}
     workers = Workers(env, queue, tmp_path)
     try:
-        workers.start()
         script = ("import django\n"
                   "django.setup()\n"
                   "import worker  # noqa: F401 - the Celery app, configured from settings\n"
@@ -324,12 +323,18 @@ def test_a_real_worker_racing_an_erasure_keeps_no_result_of_erased_events(team, 
         assert producer.returncode == 0, producer.stderr
         run = AuditRun.objects.get(pk=int(producer.stdout.split()[-1]))
         assert run.batches_total == SESSIONS // 5
+        # The worker starts once the batches wait in the queue and the watch below is running:
+        # started first, it could finish the whole audit while the producer process was still
+        # exiting on a loaded machine, and the moment to erase would never be seen.
+        workers.start()
 
         def part_way():
             run.refresh_from_db()
             return 2 <= run.batches_done <= run.batches_total - 10
 
-        _wait_for(part_way, "the worker to be part-way through the audit", timeout=120)
+        _wait_for(part_way, "the worker to be part-way through the audit", timeout=120,
+                  seen=lambda: (f"run {run.status}, {run.batches_done} of {run.batches_total} "
+                                f"batches; workers said: {workers.output()}"))
         erased = erasure.erase_upload(Upload.objects.get(pk=first.pk), by=team.auditor)
 
         def finished():
