@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from studio.monitor.verdicts import session_verdict
+from studio.monitor.verdicts import PENDING, session_verdict
 from studio.rules.models import RuleSet, RuleVersion
 from studio.traces.models import Event, TraceSession, Upload
 from studio.workspaces.models import Workspace
@@ -175,6 +175,15 @@ class SessionResult(models.Model):
         constraints = [models.UniqueConstraint(fields=["run", "session", "rule_version"],
                                                name="one_result_per_session_rule")]
         ordering = ["session_id", "rule_version_id"]
+
+    def trac_verdict_at(self, step: int) -> str:
+        """TRAC's verdict as it stood after ``step``, from the steps where it changed."""
+        verdict = PENDING
+        for changed_at, value in self.timeline:
+            if changed_at > step:
+                break
+            verdict = value
+        return verdict
 
     @property
     def session_verdict(self) -> str:

@@ -276,16 +276,6 @@ def evaluate_guards(msc, guards: dict[str, GuardSource], problems: list[str]) ->
 # ---------------------------------------------------------------------------------------------
 # The rules' verdicts
 
-def _verdict_at(timeline: list, step: int) -> str:
-    """TRAC's verdict after a step, from the steps where it changed."""
-    verdict = "pending"
-    for changed_at, value in timeline:
-        if changed_at > step:
-            break
-        verdict = value
-    return verdict
-
-
 @dataclass
 class RuleVerdicts:
     results: list[SessionResult]
@@ -297,7 +287,7 @@ class RuleVerdicts:
         TRAC's."""
         if any(n for (rid, at), n in self.detected.items() if rid == r.id and at <= step):
             return "violated"
-        return _verdict_at(r.timeline, step)
+        return r.trac_verdict_at(step)
 
     def at(self, step: int) -> list[msc_svg.VerdictMark]:
         return [msc_svg.VerdictMark(r.rule_version.rule.name, self.so_far(r, step),

@@ -142,16 +142,6 @@ def _text(value) -> dict | None:
             "omitted": max(0, len(full) - TEXT_KEPT)}
 
 
-def _verdict_at(timeline: list, step: int) -> str:
-    """TRAC's verdict at a step from the result's timeline (the steps where it changes)."""
-    verdict = "pending"
-    for changed_at, value in timeline:
-        if changed_at > step:
-            break
-        verdict = value
-    return verdict
-
-
 class _Links:
     """URLs of the session page and of its residual partial, keeping run, back and violation."""
 
@@ -482,7 +472,7 @@ def _lanes(results, window: list[int], step, witness_steps: set, links: _Links,
             # of a session that was still running then.
             ended = s == session_last and not r.session.is_open
             verdict = session_verdict(counted, r.final if ended else "", open=not ended,
-                                      settled=_verdict_at(r.timeline, s), counting=counting)
+                                      settled=r.trac_verdict_at(s), counting=counting)
             cells.append({"step": s, "verdict": verdict_words(verdict),
                           "words": _so_far(verdict, counted, r.session.is_open)["words"],
                           "glyph": verdict_glyph(verdict),

@@ -148,3 +148,13 @@ def test_the_property_test_reads_a_real_api_answer(team, stored):
     run, session, _, _ = stored
     assert surfaces(team, run, session)["results"] == "complied"
     assert json.loads(get(team, f"audits/{run.id}/report.json").content)["sessions"]
+
+
+def test_trac_verdict_at_a_step_reads_the_timeline_of_changes():
+    # A model method on an unsaved result: the session page's lanes and the message chart read it.
+    from studio.audits.models import SessionResult
+
+    result = SessionResult(timeline=[[3, "violated"]])
+    assert [result.trac_verdict_at(step) for step in (0, 2, 3, 9)] == [
+        "pending", "pending", "violated", "violated"]
+    assert SessionResult(timeline=[]).trac_verdict_at(5) == "pending"
