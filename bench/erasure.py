@@ -1,0 +1,187 @@
+"""Erasure benchmark: the studio's erasure of an audited upload against a bare DELETE of the same
+rows, measured in the same run.
+
+Run from the repository root::
+
+    .venv/bin/python -m bench.erasure                    # 1,000 sessions x 1,000 events
+    .venv/bin/python -m bench.erasure --events 200000    # smaller
+    .venv/bin/python -m bench.erasure --profile          # + where the erasure's time goes
+
+The script owns the database ``studio_bench_erasure`` (dropped, created and migrated).  Before
+any timer starts it builds two identical uploads, each in a workspace of its own: the same
+generated events (``bench.pipeline.make_events``) COPYed into ``traces_event`` under one upload.
+The studio's copy is then made what a real upload leaves behind: its vocabulary counted
+(``vocabulary.rebuild``) and an audit of the upload with the rules of ``bench.workloads.RULES_20``
+run to the end (results, violations, label provenance).  ``ANALYZE`` and a ``CHECKPOINT`` run
+before each contender:
+
+- **studio erasure**: ``studio.traces.erasure.erase_upload`` of the audited upload, commit
+  included (events, sessions, results, violations, label provenance, vocabulary, the runs'
+  records, the audit log);
+- **bare DELETE**: ``DELETE FROM traces_event WHERE upload_id = %s`` of the other copy in one
+  transaction, commit included (the foreign keys pointing at events are checked as rows go).
+
+The goal (issue 26 item 7) is studio / bare within ``GOAL`` (2x).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import sys
+import time
+from types import SimpleNamespace
+
+from .pipeline import bare_copy, copy_rows, fresh_database, make_events, make_workspace, progress
+
+DATABASE = "studio_bench_erasure"
+GOAL = 2.0
+
+
+def setup_django() -> None:
+    os.environ["DATABASE_URL"] = fresh_database(DATABASE)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "studio.settings")
+    os.environ["DEBUG"] = "false"
+    os.environ.setdefault("SECRET_KEY", "bench-erasure-" + "x" * 40)
+    os.environ.pop("CELERY_BROKER_URL", None)  # audit batches run in this process
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    progress(f"migrating {DATABASE}")
+    call_command("migrate", verbosity=0)
+
+
+def load(slug: str, rules: int, events_by_session) -> tuple[object, object]:
+    """A workspace holding one upload of the events (COPY, untimed)."""
+    from studio.traces.models import Upload
+
+    workspace = make_workspace(SimpleNamespace(rules=rules), slug)
+    _, rows = copy_rows(workspace, events_by_session)
+    bare_copy(rows)
+    upload = Upload.objects.get(workspace=workspace)
+    Upload.objects.filter(pk=upload.pk).update(events_stored=len(rows), lines_total=len(rows))
+    return workspace, Upload.objects.get(pk=upload.pk)
+
+
+def audit(workspace, upload):
+    from studio.audits import services
+    from studio.audits.models import AuditRun, RunStatus
+
+    run = services.start_audit(workspace, None, upload, None)
+    while run.status not in (RunStatus.DONE, RunStatus.FAILED):
+        time.sleep(0.05)
+        run = AuditRun.objects.get(pk=run.pk)
+    if run.status != RunStatus.DONE:
+        raise SystemExit(f"audit {run.pk} failed: {run.error}")
+    return run
+
+
+def settle() -> None:
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+        cursor.execute("CHECKPOINT")
+    gc.collect()
+
+
+def bare_delete(upload) -> tuple[float, int]:
+    from django.db import connection, transaction
+
+    settle()
+    start = time.perf_counter()
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("DELETE FROM traces_event WHERE upload_id = %s", [upload.pk])
+        rows = cursor.rowcount
+    return time.perf_counter() - start, rows
+
+
+def studio_erasure(upload, profile: bool):
+    from studio.traces.erasure import erase_upload
+
+    settle()
+    profiler = None
+    if profile:
+        import cProfile
+
+        profiler = cProfile.Profile()
+        profiler.enable()
+    start = time.perf_counter()
+    erasure = erase_upload(upload, reason="bench")
+    elapsed = time.perf_counter() - start
+    if profiler is not None:
+        import pstats
+
+        profiler.disable()
+        pstats.Stats(profiler, stream=sys.stderr).sort_stats("cumulative").print_stats(40)
+    return elapsed, erasure
+
+
+def left_behind(workspace, upload_id: int) -> dict[str, int]:
+    """What the erasure must not leave: counted after it, all zero."""
+    from studio.audits.models import LabelProvenance, SessionResult, ViolationRecord
+    from studio.traces.models import Event, TraceSession, Upload, VocabularyEntry
+
+    return {"events": Event.objects.filter(workspace=workspace).count(),
+            "sessions": TraceSession.objects.filter(workspace=workspace).count(),
+            "results": SessionResult.objects.filter(run__workspace=workspace).count(),
+            "violations": ViolationRecord.objects.filter(result__run__workspace=workspace)
+            .count(),
+            "label provenance": LabelProvenance.objects.filter(run__workspace=workspace).count(),
+            "vocabulary entries": VocabularyEntry.objects.filter(workspace=workspace).count(),
+            "upload": Upload.objects.filter(pk=upload_id).count()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--sessions", type=int, default=1000)
+    parser.add_argument("--rules", type=int, default=20)
+    parser.add_argument("--profile", action="store_true")
+    args = parser.parse_args(argv)
+    setup_django()
+
+    from django.db import connection
+
+    from studio.traces import vocabulary
+
+    steps = max(1, args.events // args.sessions)
+    progress(f"generating {args.sessions:,} sessions x {steps:,} events")
+    events_by_session = make_events(args.sessions, steps)
+    progress("loading the bare DELETE's copy")
+    _, bare_upload = load("erasure-bare", 0, events_by_session)
+    progress("loading the studio's copy")
+    workspace, upload = load("erasure-studio", args.rules, events_by_session)
+    del events_by_session
+    progress("counting its vocabulary")
+    vocabulary.rebuild(workspace)
+    progress(f"auditing it ({args.rules} rules)")
+    run = audit(workspace, upload)
+
+    progress("bare DELETE")
+    bare_s, rows = bare_delete(bare_upload)
+    progress("studio erasure")
+    studio_s, erasure = studio_erasure(upload, args.profile)
+    assert erasure.events == rows, (erasure.events, rows)
+    left = left_behind(workspace, upload.pk)
+
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW server_version")
+        version = cursor.fetchone()[0]
+    print(f"\n{rows:,} events, {args.sessions:,} sessions, {args.rules} rules "
+          f"(run {run.pk}: {erasure.results:,} results); Postgres {version}; "
+          f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
+    print(f"{'studio erasure':16} {studio_s:8.2f} s")
+    print(f"{'bare DELETE':16} {bare_s:8.2f} s")
+    ratio = studio_s / bare_s
+    print(f"{'ratio':16} {ratio:8.2f} x (goal: within {GOAL:g}x)")
+    print(f"copies removed: {erasure.copies}")
+    print(f"left behind: {left}")
+    return 0 if not any(left.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
