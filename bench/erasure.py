@@ -6,6 +6,7 @@ Run from the repository root::
     .venv/bin/python -m bench.erasure                    # 1,000 sessions x 1,000 events
     .venv/bin/python -m bench.erasure --events 200000    # smaller
     .venv/bin/python -m bench.erasure --profile          # + where the erasure's time goes
+                                                         # (cProfile, slowest SQL statements)
 
 The script owns the database ``studio_bench_erasure`` (dropped, created and migrated).  Before
 any timer starts it builds two identical uploads, each in a workspace of its own: the same
@@ -109,15 +110,39 @@ def studio_erasure(upload, profile: bool):
 
         profiler = cProfile.Profile()
         profiler.enable()
-    start = time.perf_counter()
-    erasure = erase_upload(upload, reason="bench")
-    elapsed = time.perf_counter() - start
+    statements: list[tuple[float, str]] = []
+
+    def timed(execute, sql, params, many, context):
+        began = time.perf_counter()
+        try:
+            return execute(sql, params, many, context)
+        finally:
+            statements.append((time.perf_counter() - began, " ".join(sql.split())[:150]))
+
+    from django.db import connection
+
+    with connection.execute_wrapper(timed) if profile else _nothing():
+        start = time.perf_counter()
+        erasure = erase_upload(upload, reason="bench")
+        elapsed = time.perf_counter() - start
     if profiler is not None:
         import pstats
 
         profiler.disable()
-        pstats.Stats(profiler, stream=sys.stderr).sort_stats("cumulative").print_stats(40)
+        pstats.Stats(profiler, stream=sys.stderr).sort_stats("cumulative").print_stats(25)
+        print("slowest statements (the commit, with its deferred foreign-key checks, is not "
+              "one of them):", file=sys.stderr)
+        for seconds, sql in sorted(statements, reverse=True)[:15]:
+            print(f"  {seconds:7.3f} s  {sql}", file=sys.stderr)
     return elapsed, erasure
+
+
+class _nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
 
 
 def left_behind(workspace, upload_id: int) -> dict[str, int]:
