@@ -152,7 +152,7 @@ class ErasureScope:
     upload_id: int | None   # the upload erased, if an upload is
     by: object
     # The erased events' column and value: ("upload_id", 7) or ("session_id", 12).
-    erased_by: tuple[str, int] = ("upload_id", 0)
+    erased_by: tuple[str, int]
     # What the participants' surveys found: the results computed from the events by run, the
     # runs that record the erasure, and those of them that audited the erased upload.
     results_by_run: dict[int, int] = field(default_factory=dict)
@@ -202,7 +202,8 @@ def erase_upload(upload: Upload, by=None, reason: str = "") -> Erasure:
         only_this = ~Exists(Event.objects.filter(session_id=OuterRef("pk"))
                             .exclude(upload_id=locked.pk))
         erasure = _erase(locked.workspace, "upload", locked.pk, locked.filename,
-                         ("upload_id", locked.pk), only_this, by, reason, upload_id=locked.pk)
+                         ("upload_id", locked.pk), locked.events_stored, only_this, by, reason,
+                         upload_id=locked.pk)
         delete_rows(UploadError.objects.filter(upload_id=locked.pk))
         path = _stored_path(locked)
         locked.delete()  # what pointed at it (audit runs' scope, Upload.audit_run) is set null
@@ -221,7 +222,7 @@ def erase_session(session: TraceSession, by=None, reason: str = "") -> Erasure:
         if locked is None:
             return Erasure("session", session.pk, session.external_id, 0, 0, 0, 0)
         return _erase(locked.workspace, "session", locked.pk, locked.external_id,
-                      ("session_id", locked.pk), Q(pk=locked.pk), by, reason)
+                      ("session_id", locked.pk), locked.steps, Q(pk=locked.pk), by, reason)
 
 
 def preview_upload(upload: Upload) -> dict:
@@ -241,10 +242,11 @@ _ERASED = {"upload": LogAction.UPLOAD_ERASED, "session": LogAction.SESSION_ERASE
 
 
 def _erase(workspace: Workspace, kind: str, ident: int, name: str, erased_by: tuple[str, int],
-           left_empty, by, reason: str, upload_id: int | None = None) -> Erasure:
+           expected: int, left_empty, by, reason: str, upload_id: int | None = None) -> Erasure:
     """The erasure of the workspace's events whose column ``erased_by[0]`` holds
-    ``erased_by[1]``, in the caller's transaction.  ``left_empty`` filters the touched sessions
-    to those that have no other event (they are removed)."""
+    ``erased_by[1]`` (about ``expected`` of them, as their upload or session counted them), in
+    the caller's transaction.  ``left_empty`` filters the touched sessions to those that have
+    no other event (they are removed)."""
     now = timezone.now()
     column, value = erased_by
     events = Event.objects.filter(**{column: value})
@@ -256,11 +258,9 @@ def _erase(workspace: Workspace, kind: str, ident: int, name: str, erased_by: tu
         participant.survey(scope)
     session_count = sessions.count()
     # Which side the vocabulary recount reads: the events erased, or those left if fewer (the
-    # sessions' step counts tell, without reading the events).
-    steps = sessions.aggregate(n=Sum("steps"))["n"] or 0
-    all_steps = (TraceSession.objects.filter(workspace=workspace)
-                 .aggregate(n=Sum("steps"))["n"] or 0)
-    read_left = all_steps - steps < steps
+    # counts kept tell, without reading the events; either side gives the same vocabulary).
+    stored = TraceSession.objects.filter(workspace=workspace).aggregate(n=Sum("steps"))["n"]
+    read_left = (stored or 0) - expected < expected
 
     # The participants' parts first (the audits' results, then the evidence's copies), while the
     # erased events and sessions are still there to be read.
