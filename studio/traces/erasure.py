@@ -36,9 +36,9 @@ to record the erasure where it shows (``recorded``).
 
 Rows go by SQL ``DELETE`` statements (``delete_rows``; the events by their upload or session
 column, ``ErasureScope.erased_by``): Django's own ``delete`` would first read every row it
-cascades to, and an erasure deletes what points at a row before the row.  Foreign keys are
-checked at commit (Django declares them deferrable), so the sessions are deleted while the
-events that name them still exist, and the events after.  The ids of the sessions touched are
+cascades to, and an erasure deletes what points at a row before the row (so it also holds with
+the foreign keys checked at once, not at commit: ``bench.erasure --profile`` times each
+statement with its checks).  The ids of the sessions touched are
 read once into a temporary table (``touched``), not again from the erased events by every
 statement.
 """
@@ -275,12 +275,12 @@ def _erase(workspace: Workspace, kind: str, ident: int, name: str, erased_by: tu
      .update(steps=Greatest(F("steps") - Coalesce(Subquery(erased_here), Value(0)), Value(0)),
              monitor_state=None))
     names = 0 if read_left else forget_erased_names(workspace, events)
-    removed_count = delete_rows(emptied)
     with connection.cursor() as cursor:
         quote = connection.ops.quote_name
         cursor.execute(f"DELETE FROM {quote(Event._meta.db_table)} WHERE {quote(column)} = %s",
                        [value])
         event_count = cursor.rowcount
+    removed_count = delete_rows(emptied)  # what is left of them holds no event from elsewhere
     if read_left:
         names = recount_names_left(workspace)
     copies = {"vocabulary_entries": names, **removed}
