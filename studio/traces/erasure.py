@@ -267,13 +267,7 @@ def _erase(workspace: Workspace, kind: str, ident: int, name: str, erased_by: tu
     removed = {}
     for participant in _participants:
         removed.update(participant.erase(scope))
-    # The sessions that keep events: their step count drops by the events erased, and a live
-    # one's saved monitors (built over them) are dropped, to be rebuilt from what is left.
-    erased_here = (events.filter(session_id=OuterRef("pk")).order_by()
-                   .values("session_id").annotate(n=Count("id")).values("n"))
-    (sessions.exclude(left_empty)
-     .update(steps=Greatest(F("steps") - Coalesce(Subquery(erased_here), Value(0)), Value(0)),
-             monitor_state=None))
+    _drop_steps(sessions, events, left_empty)
     names = 0 if read_left else forget_erased_names(workspace, events)
     with connection.cursor() as cursor:
         quote = connection.ops.quote_name
@@ -296,6 +290,25 @@ def _erase(workspace: Workspace, kind: str, ident: int, name: str, erased_by: tu
     return erasure
 
 
+def _drop_steps(sessions: QuerySet, events: QuerySet, left_empty) -> None:
+    """The sessions that keep events: their step count drops by the events erased, and a live
+    one's saved monitors (built over them) are dropped, to be rebuilt from what is left."""
+    if connection.vendor == "postgresql":
+        # Every touched session, by the counts read with the touched ids: the ones left empty
+        # are deleted later anyway, and telling them apart here would read the events again.
+        table = TraceSession._meta.db_table
+        with connection.cursor() as cursor:
+            cursor.execute(f"UPDATE {table} SET steps = GREATEST({table}.steps - t.events, 0), "
+                           f"monitor_state = NULL FROM {_TOUCHED_TABLE} t "
+                           f"WHERE {table}.id = t.session_id")
+        return
+    erased_here = (events.filter(session_id=OuterRef("pk")).order_by()
+                   .values("session_id").annotate(n=Count("id")).values("n"))
+    (sessions.exclude(left_empty)
+     .update(steps=Greatest(F("steps") - Coalesce(Subquery(erased_here), Value(0)), Value(0)),
+             monitor_state=None))
+
+
 def delete_rows(queryset: QuerySet) -> int:
     """Delete the rows ``queryset`` selects in one statement, none read into Python and nothing
     cascaded or signalled (an erasure deletes what points at a row first); returns how many."""
@@ -312,8 +325,8 @@ _TOUCHED_TABLE = "erasure_touched_sessions"
 
 
 def _touched_sessions(column: str, value: int) -> QuerySet:
-    """The ids of the sessions that have an erased event, read once into a temporary table
-    (gone at commit) and given as a subquery of the table."""
+    """The ids of the sessions that have an erased event, read once (with how many each has)
+    into a temporary table gone at commit, and given as a subquery of the table."""
     if connection.vendor != "postgresql":
         return (Event.objects.filter(**{column: value}).order_by()
                 .values_list("session_id", flat=True).distinct())
@@ -321,8 +334,9 @@ def _touched_sessions(column: str, value: int) -> QuerySet:
         # An earlier erasure's, in the same outer transaction (retention erases several).
         cursor.execute(f"DROP TABLE IF EXISTS {_TOUCHED_TABLE}")
         cursor.execute(f"CREATE TEMPORARY TABLE {_TOUCHED_TABLE} ON COMMIT DROP AS "
-                       f"SELECT DISTINCT session_id FROM {Event._meta.db_table} "
-                       f"WHERE {connection.ops.quote_name(column)} = %s", [value])
+                       f"SELECT session_id, count(*) AS events FROM {Event._meta.db_table} "
+                       f"WHERE {connection.ops.quote_name(column)} = %s GROUP BY session_id",
+                       [value])
         cursor.execute(f"ANALYZE {_TOUCHED_TABLE}")
     return TraceSession.objects.filter(
         pk__in=RawSQL(f"SELECT session_id FROM {_TOUCHED_TABLE}", [])).values_list("pk",

@@ -20,10 +20,10 @@ again and their counts taken off (``forget_erased_names``) - or, when fewer even
 erased, the events left are counted and the entries set to that (``recount_names_left``); an
 entry left with no event goes, so a name made from a value (``tool_call:send_money_to_john_doe``)
 goes with the last event that showed it; and every example is dropped
-(``forget_erased_values``).  After commit a task
-recounts the workspace (``rebuild``): examples come back from the events left, and counts that
-were short before (events loaded before the vocabulary was kept, paths past ``MAX_PATHS``) are
-set right - an entry such a short count removed too early comes back then.
+(``forget_erased_values``).  After commit a task recounts the workspace (``rebuild``): examples
+come back from the events left, and counts that were short before (events loaded before the
+vocabulary was kept, paths past ``MAX_PATHS``) are set right - an entry such a short count
+removed too early comes back then.
 """
 
 from __future__ import annotations
