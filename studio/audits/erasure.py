@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from django.db.models import Count, QuerySet
 
-from studio.traces.erasure import Erasure, ErasureScope
+from studio.traces.erasure import Erasure, ErasureScope, delete_rows
 
 from .models import (
     AuditRun,
@@ -37,12 +37,12 @@ class AuditErasure:
                           _unfinished_runs_covering(scope.workspace, scope.touched))
 
     def erase(self, scope: ErasureScope) -> dict[str, int]:
-        db = SessionResult.objects.db
         touched = scope.touched
-        ViolationRecord.objects.filter(result__session_id__in=touched)._raw_delete(db)
-        SessionResult.objects.filter(session_id__in=touched)._raw_delete(db)
-        LabelProvenance.objects.filter(session_id__in=touched)._raw_delete(db)
-        LabelCorrection.objects.filter(event_id__in=scope.events.values("id"))._raw_delete(db)
+        delete_rows(ViolationRecord.objects.filter(result__session_id__in=touched))
+        delete_rows(SessionResult.objects.filter(session_id__in=touched))
+        delete_rows(LabelProvenance.objects.filter(session_id__in=touched))
+        column, value = scope.erased_by  # joined to the events, not a list of a million ids
+        delete_rows(LabelCorrection.objects.filter(**{f"event__{column}": value}))
         return {}
 
     def recorded(self, erasure: Erasure, scope: ErasureScope) -> None:
@@ -61,5 +61,5 @@ def _unfinished_runs_covering(workspace, touched: QuerySet) -> set[int]:
                    .values_list("id", "batches__session_ids"))
     if not batches:
         return set()
-    ids = set(touched.order_by().values_list("session_id", flat=True).distinct())
+    ids = set(touched)
     return {run for run, session_ids in batches if session_ids and ids.intersection(session_ids)}

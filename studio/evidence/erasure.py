@@ -19,7 +19,7 @@ from operator import or_
 from django.db.models import Q, QuerySet
 
 from studio.audits.models import GroundTruth
-from studio.traces.erasure import Erasure, ErasureScope
+from studio.traces.erasure import Erasure, ErasureScope, delete_rows
 from studio.workspaces.actions import LogAction
 from studio.workspaces.models import AuditLogEntry
 from studio.workspaces.redaction import ERASED, erased_except, redact
@@ -43,7 +43,7 @@ class EvidenceErasure:
         return {
             "test_cases": cases,
             "log_entries_redacted": log_entries,
-            "ground_truth_labels": labels._raw_delete(labels.db),
+            "ground_truth_labels": delete_rows(labels),
             "impact_summaries": forget_impact_summaries(
                 [run for run, n in scope.results_by_run.items() if n]),
         }

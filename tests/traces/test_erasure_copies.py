@@ -164,3 +164,38 @@ def test_the_log_lets_a_value_be_erased_and_refuses_every_other_change(team):  #
     assert redact([AuditLogEntry.objects.get(pk=entry.pk)], erased_except(["rule"])) == 1
     entry.refresh_from_db()
     assert entry.details == {"rule": "r", "name": ERASED, "steps": ERASED}
+
+
+@pytest.mark.parametrize("erased", ["most", "least"])
+def test_the_vocabulary_left_is_what_a_recount_finds_whichever_side_is_read(
+        team, django_capture_on_commit_callbacks, monkeypatch, erased):  # noqa: F811
+    """An erasure counts the smaller side: the erased events (their counts taken off), or the
+    events left when they are fewer (the entries set to their counts).  Either way the
+    vocabulary is then what a full recount finds."""
+    from studio.traces import erasure, vocabulary as stored
+
+    capture = django_capture_on_commit_callbacks
+    auditor = client_for(team.auditor)
+    most = upload(auditor, jsonl(
+        *[{"session": f"m{i % 3}", "labels": ["x"], "output": {"tool": "pay", "args": {"n": i}}}
+          for i in range(9)],
+        {"session": "shared", "labels": ["only_most"], "output": {"tool": "most_only_tool"}}),
+        "most.jsonl", capture, audit=False)
+    least = upload(auditor, jsonl(
+        {"session": "shared", "labels": ["x"], "output": {"tool": "pay", "args": {"n": "one"}}},
+        {"session": "l", "labels": ["only_least"]}), "least.jsonl", capture, audit=False)
+    before = vocabulary(team.workspace)
+    recounts = []
+    monkeypatch.setattr(erasure, "recount_names_left", lambda workspace: recounts.append(1)
+                        or stored.recount_names_left(workspace))
+    gone = most if erased == "most" else least
+    with capture(execute=False):
+        answer = auditor.delete(f"/api/w/erase/uploads/{gone['id']}").json()
+    assert len(recounts) == (erased == "most")
+    left = vocabulary(team.workspace)
+    gone_name = "only_most" if erased == "most" else "only_least"
+    assert gone_name in {name for _, name, _, _ in before}
+    assert gone_name not in {name for _, name, _, _ in left}
+    assert answer["copies"]["vocabulary_entries"] == len(before) - len(left)
+    stored.rebuild(team.workspace)
+    assert vocabulary(team.workspace) == left
