@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from django.db import models
 
@@ -56,6 +57,40 @@ def live_versions(workspace) -> list[RuleVersion]:
     return list(RuleVersion.objects.newest_approved().filter(rule__workspace=workspace)
                 .filter(models.Q(in_live_set) | models.Q(no_live_set))
                 .select_related("rule").order_by("rule__name"))
+
+
+@dataclass(frozen=True)
+class LiveCoverage:
+    """Whether live sessions are checked against a rule, and through which rule sets: what a
+    reviewer who approves it needs to know ("not monitored live: add it to a live rule set")."""
+
+    every_rule: bool  # the workspace marks no rule set live: live sessions read every rule
+    including: tuple  # the live rule sets that hold the rule
+    could_add: tuple  # the live rule sets that do not (one click adds the rule to one)
+
+    @property
+    def monitored(self) -> bool:
+        return self.every_rule or bool(self.including)
+
+    @property
+    def sentence(self) -> str:
+        if self.every_rule:
+            return ("Monitored live: no rule set is marked live, so live sessions are checked "
+                    "against every approved rule.")
+        if self.including:
+            names = ", ".join(f"“{s.name}”" for s in self.including)
+            plural = "s" if len(self.including) > 1 else ""
+            return f"Monitored live through the live rule set{plural} {names}."
+        return "Not monitored live: add it to a live rule set."
+
+
+def live_coverage(rule) -> LiveCoverage:
+    live_sets = list(StoredRuleSet.objects.filter(workspace_id=rule.workspace_id, live=True)
+                     .order_by("name"))
+    holding = set(rule.rule_sets.filter(live=True).values_list("id", flat=True))
+    return LiveCoverage(every_rule=not live_sets,
+                        including=tuple(s for s in live_sets if s.id in holding),
+                        could_add=tuple(s for s in live_sets if s.id not in holding))
 
 
 def rule_pairs(versions: Iterable[RuleVersion]) -> list[tuple[str, str, str | None]]:

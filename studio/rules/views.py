@@ -25,8 +25,8 @@ from studio.workspaces.llm import client_for
 from studio.workspaces.models import Role
 
 from . import authoring, services
-from .models import Rule, RuleVersion, VersionStatus
-from .monitoring import approved_by_rule, labeling_for
+from .models import Rule, RuleSet, RuleVersion, VersionStatus
+from .monitoring import approved_by_rule, labeling_for, live_coverage
 from .sampling import formula_flags, stored_sample
 from .vocabulary import formula_warnings, reads_table, vocabulary_for
 
@@ -247,13 +247,17 @@ def rule_detail(request: HttpRequest, slug: str, rule_id: int):
                                   and selected.author_id == me.id),
         "is_author_role": Role.AUTHOR in roles,
         "acknowledgement": request.POST.get("acknowledgement", ""),
+        # Once a version is approved: whether live sessions are checked against the rule.
+        "live": live_coverage(rule) if any(v.status == VersionStatus.APPROVED
+                                           for v in versions) else None,
     })
 
 
 def _act(request, workspace, rule, version: RuleVersion, errors: dict):
     action = request.POST.get("action")
     needed = {"save": Role.AUTHOR, "submit": Role.AUTHOR, "new_version": Role.AUTHOR,
-              "approve": Role.REVIEWER, "reject": Role.REVIEWER}.get(action)
+              "approve": Role.REVIEWER, "reject": Role.REVIEWER,
+              "add_to_live_set": Role.AUTHOR}.get(action)
     if needed is None:
         errors["general"] = "Unknown action."
         return None
@@ -278,7 +282,20 @@ def _act(request, workspace, rule, version: RuleVersion, errors: dict):
             return redirect(f"{request.path}?v={created.number}")
         elif action == "approve":
             services.approve(version, who, request.POST.get("comment", ""))
-            messages.success(request, f"Version {version.number} approved.")
+            messages.success(request, f"Version {version.number} approved. "
+                             f"{live_coverage(rule).sentence}")
+        elif action == "add_to_live_set":
+            chosen = request.POST.get("rule_set", "")
+            live_set = (RuleSet.objects.filter(workspace=workspace, live=True,
+                                               pk=int(chosen)).first()
+                        if chosen.isdigit() else None)
+            if live_set is None:
+                errors["general"] = "Choose one of the live rule sets."
+                return None
+            services.set_rules(live_set, who, [*live_set.rules.values_list("id", flat=True),
+                                               rule.id])
+            messages.success(request, f"Rule “{rule.name}” added to the live rule set "
+                             f"“{live_set.name}”: live sessions are checked against it.")
         else:
             services.reject(version, who, request.POST.get("comment", ""))
             messages.success(request, f"Version {version.number} rejected.")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import Select
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from studio.guard import services as guard_services
 from studio.rules import services as rules
@@ -63,6 +63,7 @@ def test_filter_the_audit_log_and_read_an_entry(browser, live_server, transactio
     _wait_for_text(browser, "main", "Guard policy changed")
     Select(browser.find_element(By.ID, "id_action")).select_by_visible_text("Rule set made live")
     browser.find_element(By.XPATH, "//button[text()='Show']").click()
+    WebDriverWait(browser, 10).until(lambda b: "action=rule_set.live" in b.current_url)
     _wait_for_text(browser, "main", "Matching entries")
     rows = browser.find_elements(By.CSS_SELECTOR, "table.log tbody tr")
     assert len(rows) == 1 and "bob" in rows[0].text and "Rule set made live" in rows[0].text
@@ -72,6 +73,8 @@ def test_filter_the_audit_log_and_read_an_entry(browser, live_server, transactio
     Select(browser.find_element(By.ID, "id_who")).select_by_visible_text(
         f"token nightly upload (cs_{token.prefix}_…)")
     browser.find_element(By.XPATH, "//button[text()='Show']").click()
+    # The new page, not the old one: "Log uploaded" is also an option of the action filter.
+    WebDriverWait(browser, 10).until(lambda b: "who=token" in b.current_url)
     _wait_for_text(browser, "main", "Log uploaded")
     rows = browser.find_elements(By.CSS_SELECTOR, "table.log tbody tr")
     assert len(rows) == 1

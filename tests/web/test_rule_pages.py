@@ -81,3 +81,31 @@ def test_outsiders_get_404(team):
     assert team["outsider"].get(f"/w/payments/rules/{rule.id}/").status_code == 404
     assert team["outsider"].post("/w/payments/formulas/check", {"formula": "p"}).status_code == 404
     assert team["outsider"].get(f"/w/elsewhere/rules/{rule.id}/").status_code == 404
+
+
+def test_approving_says_whether_live_sessions_are_checked_and_adds_the_rule_in_one_click(team):
+    from studio.rules import services
+    from studio.rules.models import RuleSet
+
+    author, reviewer = team["author"], team["reviewer"]
+    author.post("/w/payments/rules/", {"name": "pay_first", "formula": "!ship W paid"})
+    rule = Rule.objects.get(name="pay_first")
+    url = f"/w/payments/rules/{rule.id}/"
+    author.post(url, {"action": "submit", "formula": "!ship W paid",
+                      "acknowledgement": "labelers come next"})
+    # No rule set is live yet: live sessions read every approved rule.
+    approved = reviewer.post(url, {"action": "approve", "comment": "ok"}, follow=True)
+    assert "Monitored live: no rule set is marked live" in approved.content.decode()
+
+    live_set = services.create_rule_set(team["ws"], None, "Checkout", live=True)
+    page = author.get(url).content.decode()
+    assert "Not monitored live: add it to a live rule set." in page
+    assert "Add it to “Checkout”" in page
+    # A reviewer sees the note but no button; a rule author adds it in one click.
+    assert "Add it to" not in reviewer.get(url).content.decode()
+    assert reviewer.post(url, {"action": "add_to_live_set",
+                               "rule_set": live_set.id}).status_code == 403
+    assert author.post(url, {"action": "add_to_live_set", "rule_set": "x"}).status_code == 200
+    added = author.post(url, {"action": "add_to_live_set", "rule_set": live_set.id}, follow=True)
+    assert list(RuleSet.objects.get(pk=live_set.pk).rules.all()) == [rule]
+    assert "Monitored live through the live rule set “Checkout”" in added.content.decode()
