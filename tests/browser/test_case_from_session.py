@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from django.core.management import call_command
 from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
 
 from studio.evidence.models import RuleCase
 from studio.rules.models import Rule
@@ -46,6 +47,9 @@ def test_a_case_from_a_session_named_and_the_formats_shown(browser, live_server,
     field.clear()
     field.send_keys(name)
     browser.find_element(By.CSS_SELECTOR, "button[value=from_session]").click()
+    # Taken, the form sends ann back to the rule's page.
+    WebDriverWait(browser, 10).until(lambda b: "/cases" not in b.current_url)
+    assert "Test case taken from the session." in browser.find_element(By.TAG_NAME, "body").text
     case = RuleCase.objects.get(rule=rule, source__kind="session")
     assert case.source["session"] == name and len(case.steps) == 3
 
