@@ -48,7 +48,9 @@ class CaseOut(Schema):
 
 
 class SessionRange(Schema):
-    session_id: Id
+    session: Text | None = Field(None, max_length=300,
+                                 description="the session's name, as the sessions list shows it")
+    session_id: Id | None = Field(None, description="or its internal id")
     from_step: int | None = Field(None, ge=0, le=STEP_MAX)
     to_step: int | None = Field(None, ge=0, le=STEP_MAX)
 
@@ -134,7 +136,13 @@ def add_case(request, slug: str, rule_id: Id, body: CaseIn):
         case = services.case_from_trace(_version(rule, body.from_trace.version), actor,
                                         body.from_trace.which)
     elif body.from_session is not None:
-        case = services.case_from_session(rule, actor, body.from_session.session_id,
+        taken = body.from_session
+        if (taken.session is None) == (taken.session_id is None):
+            raise ServiceError("give either the session's name (session) or its id (session_id)",
+                               field="from_session.session", status=422)
+        session_id = (taken.session_id if taken.session is None
+                      else services.session_named(workspace, taken.session).id)
+        case = services.case_from_session(rule, actor, session_id,
                                           body.from_session.from_step,
                                           body.from_session.to_step, body.expect, body.name,
                                           body.at_step)

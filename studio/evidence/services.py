@@ -122,6 +122,26 @@ def delete_case(case: RuleCase, actor) -> None:
     case.delete()
 
 
+def session_named(workspace, name: str) -> TraceSession:
+    """The workspace's session called ``name``: the id its log gave it, as the sessions list
+    shows it."""
+    name = (name or "").strip()
+    if not name:
+        raise ServiceError("give the session's name, as the sessions list shows it",
+                           field="session", status=422)
+    session = TraceSession.objects.filter(workspace=workspace, external_id=name).first()
+    if session is None:
+        raise ServiceError(f"no session named {name!r} in this workspace", field="session",
+                           status=404)
+    return session
+
+
+def newest_sessions(workspace, limit: int = 50) -> list[str]:
+    """Names of the workspace's newest sessions, for a picker."""
+    return list(TraceSession.objects.filter(workspace=workspace)
+                .order_by("-created_at", "-id").values_list("external_id", flat=True)[:limit])
+
+
 def case_from_session(rule: Rule, actor, session_id: int, from_step: int | None,
                       to_step: int | None, expect: str, name: str = "",
                       at_step: int | None = None) -> RuleCase:

@@ -24,6 +24,10 @@ from . import compare, impact, services
 from .models import RuleCase
 
 
+# Errors shown beside the from-a-session form's fields rather than above the cases.
+SESSION_FIELDS = ("session", "from_step", "to_step")
+
+
 def _selected(rule: Rule, request):
     versions = list(rule.versions.select_related("rule").order_by("number"))
     wanted = request.GET.get("v") or request.POST.get("v") or ""
@@ -52,7 +56,9 @@ def rule_cases(request: HttpRequest, slug: str, rule_id: int):
         try:
             _act(request, rule, selected)
         except ServiceError as exc:
-            errors = {"field": exc.field or "", "message": exc.message}
+            errors = {"field": exc.field or "", "message": exc.message,
+                      "inline": exc.field in SESSION_FIELDS
+                      and form.get("action") == "from_session"}
         else:
             back = f"{reverse('rule', args=[slug, rule.id])}?v={selected.number}#cases"
             return redirect(back)
@@ -61,6 +67,8 @@ def rule_cases(request: HttpRequest, slug: str, rule_id: int):
              for c in RuleCase.objects.filter(rule=rule)]
     context = {"workspace": workspace, "rule": rule, "selected": selected, "cases": cases,
                "errors": errors, "form": form, "can_write": Role.AUTHOR in roles,
+               "session_names": services.newest_sessions(workspace) if Role.AUTHOR in roles
+               else [],
                "failing": sum(1 for r in results.values() if not r["passed"])}
     template = ("evidence/_cases.html" if request.headers.get("HX-Request")
                 else "evidence/cases.html")
@@ -79,10 +87,8 @@ def _act(request, rule: Rule, selected) -> None:
         services.case_from_trace(selected, who, post.get("which", ""))
         messages.success(request, "Shortest trace added as a test case.")
     elif action == "from_session":
-        session_id = _int(post.get("session_id"))
-        if session_id is None:
-            raise ServiceError("give the session's number", field="session_id")
-        services.case_from_session(rule, who, session_id, _int(post.get("from_step")),
+        session = services.session_named(rule.workspace, post.get("session", ""))
+        services.case_from_session(rule, who, session.id, _int(post.get("from_step")),
                                    _int(post.get("to_step")), post.get("expect", ""),
                                    post.get("name", ""), _int(post.get("at_step")))
         messages.success(request, "Test case taken from the session.")

@@ -25,6 +25,7 @@ from studio.rules.models import RuleSet, RuleVersion, VersionStatus
 from studio.traces import erasure, intake
 from studio.traces.formats import PARSERS
 from studio.traces.formats.csvlog import COLUMN_OPTIONS
+from studio.traces.formats.examples import GUIDES
 from studio.traces.models import Upload, UploadStatus
 from studio.workspaces.access import actor, workspace_page
 from studio.workspaces.models import Role
@@ -214,6 +215,9 @@ def _list_page(request, workspace, roles, form: dict, errors: dict, status: int 
         "can_upload": Role.AUDITOR in roles, "auditors_only": _auditors_only(roles),
         "page": page, "form": form, "errors": errors, "general_errors": general,
         "formats": [(key, FORMAT_LABELS.get(key, key)) for key in PARSERS],
+        "format_guides": [{"key": key, "label": FORMAT_LABELS.get(key, key),
+                           "description": GUIDES[key].description,
+                           "example": GUIDES[key].example} for key in PARSERS if key in GUIDES],
         "csv_fields": csv_fields, "max_bytes": settings.MAX_REQUEST_BYTES,
         "has_approved": has_approved,
         "rule_sets": RuleSet.objects.filter(workspace=workspace).order_by("name"),

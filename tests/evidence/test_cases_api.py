@@ -112,6 +112,20 @@ def test_a_case_from_a_stored_session_step_range(team):
     assert body["result"]["passed"]
 
 
+def test_a_case_from_a_session_given_by_name(team):
+    add_sessions(team, {"chat-7": [{"labels": ["take"]}, {"labels": []}]})
+    api = Api(team.author)
+    answer = api.post(cases_url(team), {"expect": "violate",
+                                        "from_session": {"session": "chat-7"}})
+    assert answer.status_code == 201, answer.content
+    assert answer.json()["source"]["session"] == "chat-7"
+    unknown = api.post(cases_url(team), {"from_session": {"session": "chat-8"}})
+    assert unknown.status_code == 404
+    assert unknown.json()["field"] == "session" and "chat-8" in unknown.json()["detail"]
+    neither = api.post(cases_url(team), {"from_session": {"from_step": 0}})
+    assert neither.status_code == 422
+
+
 def test_promoting_the_review_aids_shortest_traces(team):
     api = Api(team.author)
     for which, expect in (("violating", "violate"), ("satisfying", "comply")):

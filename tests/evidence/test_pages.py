@@ -10,7 +10,7 @@ from studio.evidence.models import RuleCase
 from studio.rules import library as rule_library
 from studio.rules import services as rules
 from studio.rules.models import Rule
-from tests.audits.helpers import add_rule
+from tests.audits.helpers import add_rule, add_sessions
 
 pytestmark = pytest.mark.django_db
 
@@ -88,3 +88,23 @@ def test_library_rules_come_with_their_cases(team):
 
     version = rule.versions.get()
     assert all(r["passed"] for r in check_version(version))
+
+
+def test_a_case_from_a_session_picked_by_name_and_an_unknown_name_keeps_the_input(team):
+    add_sessions(team, {"chat-7": [{"labels": ["take"]}, {"labels": ["examine"]}]})
+    c = page(team.author)
+    url = f"/w/pages/rules/{team.rule.id}/cases?v=1"
+    shown = c.get(url).content.decode()
+    assert 'list="case-session-names"' in shown and '<option value="chat-7">' in shown
+    typed = {"action": "from_session", "session": "chat-8", "from_step": "0", "to_step": "1",
+             "expect": "comply"}
+    refused = c.post(url, typed)
+    assert refused.status_code == 422
+    body = refused.content.decode()
+    assert 'id="case-session-error"' in body and "no session named &#x27;chat-8&#x27;" in body
+    assert 'value="chat-8"' in body and 'name="to_step" size="4" value="1"' in body
+    assert '<option value="comply" selected>comply</option>' in body
+    taken = c.post(url, {**typed, "session": "chat-7"})
+    assert taken.status_code == 302
+    case = RuleCase.objects.get(rule=team.rule)
+    assert case.source["session"] == "chat-7" and case.expect == "comply"

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from studio.traces.formats import (
+    PARSERS,
     LineError,
     OptionsError,
     check_options,
@@ -24,6 +25,7 @@ from studio.traces.formats import (
     parse_openai,
 )
 from studio.traces.formats.base import read_lines
+from studio.traces.formats.examples import GUIDES
 from studio.traces.formats.jsonstream import DocumentError, JsonStream
 
 from .data import data_file
@@ -58,6 +60,7 @@ def lines(*rows) -> bytes:
 def test_the_parsers_import_without_django():
     modules = ["studio.traces.formats", "studio.traces.formats.jsonl",
                "studio.traces.formats.csvlog", "studio.traces.formats.openai_chat",
+               "studio.traces.formats.examples",
                "studio.traces.formats.inspect_logs", "studio.traces.formats.otlp_files",
                "studio.traces.formats.jsonstream", "studio.traces.parsing",
                "studio.childprocess"]
@@ -497,3 +500,12 @@ def test_fuzz_chat_transcripts_and_inspect_samples(messages):
     _well_formed(parse_openai(io.BytesIO(json.dumps({"messages": messages}, indent=1).encode())))
     log = {"eval": {"task": "t"}, "samples": [{"id": 1, "messages": messages}, messages]}
     _well_formed(parse_inspect(io.BytesIO(json.dumps(log).encode())))
+
+
+def test_the_upload_pages_examples_parse_without_an_error():
+    mapping = {"session": "session", "step": "step", "input": "input", "output": "output",
+               "labels": "labels"}
+    for key, guide in GUIDES.items():
+        events, errors = run(PARSERS[key], guide.example.encode(),
+                             mapping if key == "csv" else None, name="example")
+        assert errors == [] and events, key

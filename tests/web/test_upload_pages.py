@@ -16,6 +16,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.template.loader import render_to_string
 from django.test import Client
 from django.urls import NoReverseMatch, reverse
+from django.utils.html import escape
 
 from studio.audits.models import AuditRun, SessionResult
 from studio.audits.services import start_audit
@@ -23,6 +24,7 @@ from studio.exports import spreadsheet_safe
 from studio.rules import services as rules
 from studio.rules.models import Rule
 from studio.traces import loading
+from studio.traces.formats.examples import GUIDES
 from studio.traces.models import Upload, UploadError, UploadStatus
 from studio.workspaces.access import actor
 from studio.workspaces.models import Role
@@ -121,6 +123,26 @@ def test_an_upload_through_the_form_is_parsed_listed_and_reports_its_bad_line(te
     cells = re.findall(r"<td>(.*?)</td>", row.group(0), re.DOTALL)
     assert cells[1:3] == ["jsonl", f"{len(LOG)}\xa0bytes"]
     assert cells[4] == "3" and ">1</a>" in cells[5] and cells[6] == "3" and cells[7] == "aud"
+
+
+def test_the_form_shows_each_format_with_an_example_that_uploads_as_shown(team, post_upload):
+    page = text(team["auditor"].get("/w/payments/uploads/"))
+    names = {"jsonl": "log.jsonl", "csv": "log.csv", "openai": "chat.jsonl",
+             "otlp": "traces.json", "inspect": "eval.json"}
+    csv_mapping = {"csv_session": "session", "csv_step": "step", "csv_input": "input",
+                   "csv_output": "output", "csv_labels": "labels"}
+    for key, guide in GUIDES.items():
+        shown = re.search(rf'<details id="format-{key}"><summary>(.*?)</summary>(.*?)</details>',
+                          page, re.DOTALL)
+        assert shown is not None, key
+        assert escape(guide.example) in shown.group(2) and escape(guide.description) in (
+            shown.group(2))
+        # What the page shows is what an upload accepts: the example, uploaded as it stands.
+        post_upload(guide.example.encode(), name=names[key], format=key,
+                    **(csv_mapping if key == "csv" else {}))
+        upload = Upload.objects.get(filename=names[key])
+        assert (upload.status, upload.lines_bad) == ("parsed", 0), key
+        assert upload.events_stored >= 1, key
 
 
 def test_a_csv_upload_takes_its_column_mapping_from_the_form(team, post_upload):
