@@ -75,8 +75,9 @@ def rule_totals(run: AuditRun) -> list[dict]:
 
 
 def never_triggered(run: AuditRun, version: RuleVersion) -> bool:
-    """Whether ``version``'s trigger (``p`` in ``G (p -> ...)``: ``trigger_of``) held at no step
-    of the run's sessions, so its "complied" says only that it never applied.
+    """Whether ``version``'s trigger (``p`` in ``G (p -> ...)`` or ``G (!p | ...)``:
+    ``trigger_of``) held at no step of the run's sessions, so its "complied" says only that it
+    never applied.  A ban (``G !p``) is not a condition: it applies at every step.
 
     Decided from labels that are stored: an atom of the trigger is never labelled when no event
     of the run's sessions arrived with it and no person corrected it to hold.  Atoms the run's
@@ -84,9 +85,12 @@ def never_triggered(run: AuditRun, version: RuleVersion) -> bool:
     audit time and not stored: a trigger reading them is never called "never triggered" (the
     answer stays False rather than guess)."""
     try:
-        trigger = trigger_of(parse(version.formula))
+        formula = parse(version.formula)
     except FormulaSyntaxError:
         return False
+    if formula.op == "G" and formula.args[0].op == "not":
+        return False  # a ban applies at every step: one never broken is a clean complied
+    trigger = trigger_of(formula)
     if trigger is None:
         return False
     computed = {d.get("atom") for d in run.labelers if isinstance(d, dict)}

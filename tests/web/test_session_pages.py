@@ -236,6 +236,7 @@ def test_lanes_show_the_verdict_at_each_step(team, run):
     listed = page.split('id="violations-heading"', 1)[1].split("</section>", 1)[0]
     assert listed.count("Triggered at step 2, detected at step 2.") == 1
     assert listed.count("Triggered at step 4, detected at step 4.") == 1
+    assert "None: no rule was violated" not in listed
     # The answer first: the violations in sentences, then the lanes, then the steps.
     assert (page.index('id="violations-heading"') < page.index('id="lanes-heading"')
             < page.index('id="timeline-heading"'))
@@ -365,6 +366,17 @@ def test_steps_and_pages_out_of_range_get_a_message(team, run):
     missing = client.get("/w/acme/sessions/999999/")
     assert missing.status_code == 404
     assert "There is no session 999999 in this workspace." in missing.content.decode()
+
+
+def test_a_clean_session_says_so_first(team, run):
+    """gamma logs out and neither drops nor takes: the answer on top is that nothing was
+    violated, before the lanes; rules without violations are not listed one by one."""
+    page = client_of(team.auditor).get(
+        f"/w/acme/sessions/{session_id(team, 'gamma')}/").content.decode()
+    listed = page.split('id="violations-heading"', 1)[1].split("</section>", 1)[0]
+    assert "None: no rule was violated in this session." in listed
+    assert "<h3>" not in listed
+    assert page.index('id="violations-heading"') < page.index('id="lanes-heading"')
 
 
 def test_a_session_without_results_still_shows_its_steps(team, run):
