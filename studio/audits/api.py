@@ -214,6 +214,9 @@ class ReportRule(Schema):
     open: int = Field(description="open live sessions not decided yet")
     final_violated: int = Field(description="sessions whose LTLf verdict is violated")
     violations: int
+    never_triggered: bool = Field(description="the rule complied in every session only because "
+                                              "its trigger (p in G (p -> ...)) was never "
+                                              "labelled on any step: not applicable")
     satisfied: int = Field(description=f"deprecated: complied, under its old name, answered "
                                        f"until {OLD_NAMES_UNTIL}",
                            json_schema_extra={"deprecated": True})

@@ -20,6 +20,9 @@ from studio.monitor.explain import explain_violation, residual_reading
 from studio.monitor.verdicts import (COMPLIED, COUNTING_LABELS, COUNTING_SENTENCES, OPEN, PENDING,
                                      SATISFIED, VIOLATED, session_verdict, verdict_glyph,
                                      verdict_words, with_old_names)
+from studio.grounding.flags import trigger_of
+from studio.logic.events import BUILTIN_PREFIXES
+from studio.logic.formula import Formula
 from studio.logic.parser import FormulaSyntaxError, parse
 from studio.logic.reads import rule_reads
 from studio.rules.models import RuleVersion
@@ -47,8 +50,9 @@ def versions(run: AuditRun) -> list[RuleVersion]:
 def rule_totals(run: AuditRun) -> list[dict]:
     """Per rule version (its number ``rule_version``, its id ``rule_version_id``): sessions
     audited, how many the rule's one verdict (``session_verdict``) calls complied, violated
-    and open, LTLf verdicts violated at the end, and violation instances.  Every version of
-    the run is listed, also before any result is stored."""
+    and open, LTLf verdicts violated at the end, violation instances, and ``never_triggered``
+    (``never_triggered``).  Every version of the run is listed, also before any result is
+    stored."""
     counts = {row["rule_version_id"]: row for row in (
         SessionResult.objects.filter(run=run).values("rule_version_id").annotate(
             sessions=Count("id"),
@@ -63,8 +67,51 @@ def rule_totals(run: AuditRun) -> list[dict]:
         totals = {k: row.get(k) or 0 for k in TOTAL_KEYS}
         out.append({"rule": v.rule.name, "rule_version": v.number, "rule_version_id": v.id,
                     "formula": v.formula, "counting": v.counting, **totals,
-                    **{old: totals[new] for old, new in OLD_TOTAL_KEYS.items()}})
+                    **{old: totals[new] for old, new in OLD_TOTAL_KEYS.items()},
+                    "never_triggered": (totals["sessions"] > 0
+                                        and totals[COMPLIED] == totals["sessions"]
+                                        and never_triggered(run, v))})
     return out
+
+
+def never_triggered(run: AuditRun, version: RuleVersion) -> bool:
+    """Whether ``version``'s trigger (``p`` in ``G (p -> ...)`` or ``G (!p | ...)``:
+    ``trigger_of``) held at no step of the run's sessions, so its "complied" says only that it
+    never applied.  A ban (``G !p``) is not a condition: it applies at every step.
+
+    Decided from labels that are stored: an atom of the trigger is never labelled when no event
+    of the run's sessions arrived with it and no person corrected it to hold.  Atoms the run's
+    labelers or the built-in atoms may produce, and comparisons, are computed from each event at
+    audit time and not stored: a trigger reading them is never called "never triggered" (the
+    answer stays False rather than guess)."""
+    try:
+        formula = parse(version.formula)
+    except FormulaSyntaxError:
+        return False
+    if formula.op == "G" and formula.args[0].op == "not":
+        return False  # a ban applies at every step: one never broken is a clean complied
+    trigger = trigger_of(formula)
+    if trigger is None:
+        return False
+    computed = {d.get("atom") for d in run.labelers if isinstance(d, dict)}
+    sessions = SessionResult.objects.filter(run=run, rule_version=version).values("session_id")
+
+    def labelled(atom: str) -> bool:
+        return (Event.objects.filter(session_id__in=sessions, labels__contains=[atom]).exists()
+                or LabelCorrection.objects.filter(event__session_id__in=sessions, atom=atom,
+                                                  value=True).exists())
+
+    def never(part: Formula) -> bool:
+        if part.op == "atom":
+            return (part.name not in computed and not part.name.startswith(BUILTIN_PREFIXES)
+                    and not labelled(part.name))
+        if part.op == "and":  # one part that never holds is enough
+            return any(never(a) for a in part.args)
+        if part.op == "or":
+            return all(never(a) for a in part.args)
+        return False  # a comparison reads data: not decided here
+
+    return never(trigger)
 
 
 def session_rows(run: AuditRun, columns: dict[int, int]) -> Iterator[tuple]:

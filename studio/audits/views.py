@@ -158,13 +158,17 @@ def audit_report(request: HttpRequest, slug: str, audit_id: int):
         if not running:
             response["HX-Refresh"] = "true"  # load the whole report
         return response
+    totals = _totals(run)
     context = {"workspace": workspace, "roles": roles, "run": run, "running": running,
-               "scope": _scope(run), "totals": _totals(run),
+               "scope": _scope(run), "totals": totals,
                "agreement": report.agreement(run)}
     if not running:
         only_violated = request.GET.get("show") == "violated"
         context.update(report.matrix(run, request.GET.get("page"), SESSIONS_PER_PAGE,
                                      only_violated))
+        # The matrix's column of a rule that never applied says so above its "complied" cells.
+        context["never_triggered"] = {row["rule_version_id"] for row in totals
+                                      if row["never_triggered"]}
         context["only_violated"] = only_violated
     return render(request, "audits/report.html", context)
 

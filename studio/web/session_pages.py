@@ -346,6 +346,7 @@ def session_detail(request: HttpRequest, slug: str, session_id: int):
         "workspace": workspace, "roles": roles, "session": session, "run": run,
         "run_options": run_options(workspace, run), "results": results, "extent": extent,
         "problems": problems, "timeline": timeline, "lanes": lanes, "violations": violations,
+        "any_violation": any(rule["total"] for rule in violations),
         "witness": witness, "selected_violation": violation, "step": step,
         "page": number, "pages": pages,
         # Paging keeps the selected step: its residuals stay in the panel while browsing.

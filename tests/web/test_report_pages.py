@@ -15,12 +15,14 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db.models import Count, Q, Sum
 from django.test import Client
+from django.utils import timezone
 from django.utils.text import capfirst
 
-from studio.audits.models import AuditRun, GroundTruth, SessionResult
+from studio.audits.models import AuditRun, GroundTruth, LabelCorrection, SessionResult
 from studio.audits.verdicts import session_verdict_q
 from studio.monitor.explain import residual_reading
 from studio.rules import services as rules
+from studio.traces.models import Event
 from studio.workspaces.models import AuditLogEntry
 from tests.audits.helpers import add_sessions
 
@@ -439,3 +441,41 @@ def test_outsiders_and_other_workspaces_get_404(team, run):
     assert Client().get(f"/w/acme/audits/{run.id}/").status_code == 302  # sign in first
     assert client_for(team.auditor).delete(f"/w/acme/audits/{run.id}/").status_code == 405
     assert not GroundTruth.objects.exists()
+
+
+def test_a_rule_that_never_applied_is_not_a_clean_complied(team,
+                                                            django_capture_on_commit_callbacks):
+    """``G(refund -> F approve)``: no session labels a refund, so the rule complied everywhere
+    only because it never applied; the page says so beside the count and report.json carries
+    ``never_triggered``.  ``respond``'s request happens in session a, ``no_delete`` is violated,
+    ``logs_out`` has no trigger and the ban ``G !refund`` applies at every step: none of them is
+    marked."""
+    for name, formula in [("refunds_approved", "G(refund -> F approve)"),
+                          ("no_refund", "G !refund")]:  # a ban kept is a clean complied
+        rule = rules.create_rule(team.workspace, team.author, name, formula, english=name)
+        version = rules.submit_for_review(rule.versions.get(), team.author, "warnings known")
+        rules.approve(version, team.reviewer, f"checked {name} against the policy")
+    with django_capture_on_commit_callbacks(execute=True):
+        client_for(team.auditor).post("/w/acme/audits/", {"rule_set": "", "upload": ""})
+    run = AuditRun.objects.get()
+    client = client_for(team.auditor)
+    page = client.get(f"/w/acme/audits/{run.id}/").content.decode()
+    totals = {row[0].split()[0]: row for row in table_after(page, "totals-heading")[2:]}
+    assert totals["refunds_approved"][3] == "3 not applicable: never triggered"
+    for name in ("respond", "no_delete", "logs_out", "no_refund"):
+        assert "never triggered" not in " ".join(totals[name]), name
+    document = json.loads(b"".join(
+        client.get(f"/w/acme/audits/{run.id}/report.json").streaming_content))
+    api_document = client.get(f"/api/w/acme/audits/{run.id}/report.json").json()
+    for found in (document, api_document):
+        assert {r["rule"]: r["never_triggered"] for r in found["rules"]} == {
+            "logs_out": False, "no_delete": False, "no_refund": False,
+            "refunds_approved": True, "respond": False}
+    # A person marking a refund at a step is a trigger: the rule applied (and the audit of it
+    # is a new run, but the answer is read from the stored labels of the same sessions).
+    LabelCorrection.objects.create(workspace=team.workspace, atom="refund", value=True,
+                                   event=Event.objects.filter(session__external_id="b").first(),
+                                   corrected_at=timezone.now())
+    page = client.get(f"/w/acme/audits/{run.id}/").content.decode()
+    assert "never triggered" not in " ".join(
+        " ".join(row) for row in table_after(page, "totals-heading"))

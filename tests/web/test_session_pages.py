@@ -233,9 +233,13 @@ def test_lanes_show_the_verdict_at_each_step(team, run):
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "<script>alert" not in page
     assert "<details" in timeline_row(page, 1) and "x" * 500 in timeline_row(page, 1)
     # Both violations of no_drop are listed with a link to their witness.
-    listed = page.split('id="violations-heading"', 1)[1]
+    listed = page.split('id="violations-heading"', 1)[1].split("</section>", 1)[0]
     assert listed.count("Triggered at step 2, detected at step 2.") == 1
     assert listed.count("Triggered at step 4, detected at step 4.") == 1
+    assert "None: no rule was violated" not in listed
+    # The answer first: the violations in sentences, then the lanes, then the steps.
+    assert (page.index('id="violations-heading"') < page.index('id="lanes-heading"')
+            < page.index('id="timeline-heading"'))
 
 
 def independent_residual(formula: str, label_sets: list[set]) -> str:
@@ -303,6 +307,9 @@ def test_a_violation_link_highlights_its_witness(team, run):
     assert "tag-trigger" in timeline_row(page, 0) and "tag-detected" in timeline_row(page, 1)
     assert "is-selected" in timeline_row(page, 1).split("|")[0]  # opened on the detection
     panel = page.split('id="witness-heading"', 1)[1].split("</section>", 1)[0]
+    # The witness sits with the violations, above the lanes.
+    assert (page.index('id="violations-heading"') < page.index('id="witness-heading"')
+            < page.index('id="lanes-heading"'))
     for entry in violation.witness:
         assert html.escape(entry["residual"]) in panel
     # The same session under a violation of another session: a message, no witness.
@@ -359,6 +366,17 @@ def test_steps_and_pages_out_of_range_get_a_message(team, run):
     missing = client.get("/w/acme/sessions/999999/")
     assert missing.status_code == 404
     assert "There is no session 999999 in this workspace." in missing.content.decode()
+
+
+def test_a_clean_session_says_so_first(team, run):
+    """gamma logs out and neither drops nor takes: the answer on top is that nothing was
+    violated, before the lanes; rules without violations are not listed one by one."""
+    page = client_of(team.auditor).get(
+        f"/w/acme/sessions/{session_id(team, 'gamma')}/").content.decode()
+    listed = page.split('id="violations-heading"', 1)[1].split("</section>", 1)[0]
+    assert "None: no rule was violated in this session." in listed
+    assert "<h3>" not in listed
+    assert page.index('id="violations-heading"') < page.index('id="lanes-heading"')
 
 
 def test_a_session_without_results_still_shows_its_steps(team, run):
