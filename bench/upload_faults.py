@@ -31,11 +31,13 @@ from pathlib import Path
 class ConnectionKiller:
     """A thread that terminates every other backend connected to ``database`` every ``low`` to
     ``high`` seconds (seeded), through a connection of its own; ``kills`` counts the
-    terminations and ``rounds`` the times it struck."""
+    terminations and ``rounds`` the times it struck; ``first``: the first strike after that many
+    seconds instead."""
 
-    def __init__(self, conninfo: dict, database: str, low: float, high: float, seed: int = 24):
+    def __init__(self, conninfo: dict, database: str, low: float, high: float, seed: int = 24,
+                 first: float | None = None):
         self.conninfo, self.database = conninfo, database
-        self.low, self.high = low, high
+        self.low, self.high, self.first = low, high, first
         self.random = random.Random(seed)
         self.kills = self.rounds = 0
         self.failure: BaseException | None = None
@@ -56,7 +58,10 @@ class ConnectionKiller:
         try:
             with psycopg.connect(**self.conninfo, dbname=self.database,
                                  autocommit=True) as killer:
-                while not self._stop.wait(self.random.uniform(self.low, self.high)):
+                wait = self.first if self.first is not None else self.random.uniform(
+                    self.low, self.high)
+                while not self._stop.wait(wait):
+                    wait = self.random.uniform(self.low, self.high)
                     killed = killer.execute(
                         "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid))"
                         " FROM pg_stat_activity"
