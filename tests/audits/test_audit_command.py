@@ -53,13 +53,16 @@ def test_json_report_has_the_documented_shape_and_verdicts(tmp_path, rules_file)
     assert by_rule["pay_before_ship"] == {
         "rule": "pay_before_ship", "verdict": "violated", "first_verdict_step": 0,
         "final": "violated", "residual": "false", "violations": [{"trigger": 0, "detected": 0}],
-        "counting": "after_violation", "session_verdict": "violated"}
-    assert by_rule["stop"]["verdict"] == "satisfied" and by_rule["stop"]["first_verdict_step"] == 1
+        "counting": "after_violation", "session_verdict": "violated",
+        # The stored names under *_was until they are retired (docs/api-verdicts.md).
+        "verdict_was": "violated", "final_was": "violated", "session_verdict_was": "violated"}
+    assert by_rule["stop"]["verdict"] == "complied" and by_rule["stop"]["first_verdict_step"] == 1
+    assert by_rule["stop"]["verdict_was"] == "satisfied"
     big = {r["rule"]: r for r in s2["rules"]}["big_needs_approval"]
-    assert big["verdict"] == "pending" and big["final"] == "satisfied"
+    assert big["verdict"] == "open" and big["final"] == "complied"
     assert big["violations"] == [] and big["first_verdict_step"] is None
-    # Still pending for TRAC, but the log is a finished session: it complied.
-    assert big["session_verdict"] == "satisfied" and big["counting"] == "per_instance"
+    # Still open for TRAC, but the log is a finished session: it complied.
+    assert big["session_verdict"] == "complied" and big["counting"] == "per_instance"
     assert big["residual"].startswith("G ")
 
 
@@ -71,7 +74,7 @@ def test_pending_obligation_at_the_end_is_a_violation_of_the_final_verdict(tmp_p
         {"session": "a", "labels": ["request"]}, {"session": "a", "labels": []}])
     report = json.loads(audit_cli(log, "--rules", rules, "--format", "json").stdout)
     (rule,) = report["sessions"][0]["rules"]
-    assert rule["verdict"] == "pending" and rule["final"] == "violated"
+    assert rule["verdict"] == "open" and rule["final"] == "violated"
     assert rule["residual"] == "F answer & G (!request | F answer)"
     assert rule["violations"] == [{"trigger": 2, "detected": 3}]
 
@@ -97,10 +100,10 @@ def test_bad_lines_are_reported_with_their_numbers_and_the_rest_is_audited(tmp_p
     (session,) = json.loads(done.stdout)["sessions"]
     assert session["steps"] == 2  # lines 1 and 7
     rule = {r["rule"]: r for r in session["rules"]}["pay_before_ship"]
-    assert rule["verdict"] == "satisfied" and rule["first_verdict_step"] == 0
+    assert rule["verdict"] == "complied" and rule["first_verdict_step"] == 0
     # Met at step 0 (paid), so the ship at step 1 is fine: by default the rule restarts only
     # after a violation.  TRAC_R (Algorithm 2) restarts after the payment too and counts it.
-    assert rule["violations"] == [] and rule["session_verdict"] == "satisfied"
+    assert rule["violations"] == [] and rule["session_verdict"] == "complied"
     again = audit_cli(log, "--rules", rules_file, "--format", "json",
                       "--counting", "every_verdict")
     (session,) = json.loads(again.stdout)["sessions"]

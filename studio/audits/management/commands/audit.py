@@ -11,7 +11,18 @@ import sys
 from django.core.management.base import BaseCommand, CommandError
 
 from studio.monitor.audit import Audit, RulesFileError, load_rules, render_text
-from studio.monitor.verdicts import COUNTING_MODES
+from studio.monitor.verdicts import COUNTING_MODES, with_old_names
+
+VERDICT_FIELDS = ("verdict", "final", "session_verdict", "complete")
+
+
+def in_public_words(report: dict) -> dict:
+    """The report's verdicts in the words of every page and export (complied / violated / open),
+    the stored names kept under ``<field>_was`` until they are retired (docs/api-verdicts.md)."""
+    return {**report, "sessions": [
+        {**session, "rules": [with_old_names(rule, [f for f in VERDICT_FIELDS if f in rule])
+                              for rule in session["rules"]]}
+        for session in report["sessions"]]}
 
 
 class Command(BaseCommand):
@@ -52,7 +63,7 @@ class Command(BaseCommand):
         audit.errors.clear()  # already reported as they came
         report = audit.report()
         if options["format"] == "json":
-            self.stdout.write(json.dumps(report, ensure_ascii=False))
+            self.stdout.write(json.dumps(in_public_words(report), ensure_ascii=False))
         else:
             self.stdout.write(render_text(report), ending="")
         if bad_lines:
