@@ -243,7 +243,9 @@ def rebuild(workspace, chunk: int = 2000) -> int:
         before = {(kind, name, type_, carrier): events for kind, name, type_, carrier, events
                   in VocabularyEntry.objects.filter(workspace=workspace).values_list(
                       "kind", "name", "json_type", "carrier", "events")}
-        rows = (Event.objects.filter(workspace=workspace).order_by()
+        # In the order the events were stored: the examples are those of the first events, as
+        # the uploads recorded them, not whatever order the table's pages happen to hold.
+        rows = (Event.objects.filter(workspace=workspace).order_by("pk")
                 .values_list("input", "output", "data", "labels").iterator(chunk_size=chunk))
         for input_, output, data, labels in rows:
             collector.add(input_, output, data, labels)
