@@ -266,14 +266,20 @@ def _session_or_missing(workspace, session_id: int) -> TraceSession:
     return session
 
 
+def _session_and_run(request, workspace, session_id: int, problems: list[str]):
+    """The session of the URL and the audit run the page shows it in (``Missing`` if either
+    names nothing of this workspace)."""
+    session = _session_or_missing(workspace, session_id)
+    return session, run_choice(request, workspace, problems, session=session)
+
+
 @require_safe
 @login_required
 def session_detail(request: HttpRequest, slug: str, session_id: int):
     workspace, roles = workspace_page(request, slug)
     problems: list[str] = []
     try:
-        session = _session_or_missing(workspace, session_id)
-        run = run_choice(request, workspace, problems, session=session)
+        session, run = _session_and_run(request, workspace, session_id, problems)
     except Missing as exc:
         return missing_page(request, workspace, str(exc))
     extent = _extent(session)
@@ -510,8 +516,7 @@ def session_residual(request: HttpRequest, slug: str, session_id: int):
     workspace, _ = workspace_page(request, slug)
     problems: list[str] = []
     try:
-        session = _session_or_missing(workspace, session_id)
-        run = run_choice(request, workspace, problems, session=session)
+        session, run = _session_and_run(request, workspace, session_id, problems)
     except Missing as exc:
         return missing_page(request, workspace, str(exc))
     step = int_param(request, "step", problems, "step number")

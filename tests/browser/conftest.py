@@ -6,6 +6,7 @@ command installs both.
 
 import shutil
 import tempfile
+from pathlib import Path
 
 import pytest
 from selenium.webdriver.common.by import By
@@ -54,3 +55,14 @@ def sign_in(browser, base: str, username: str, password: str) -> None:
     browser.find_element(By.CSS_SELECTOR, "main button[type=submit]").click()
     # Not the sign-in page's own heading: wait for the navigation to end somewhere else.
     WebDriverWait(browser, 10).until(lambda b: "/accounts/login/" not in b.current_url)
+
+
+def save_whole_page(browser, path: Path, width: int) -> None:
+    """The page from its top, as tall as it is (at most 4000 px), e.g. to compare a change's
+    look before and after it."""
+    height = browser.execute_script("return document.documentElement.scrollHeight")
+    browser.set_window_size(width, min(max(900, height), 4000))
+    browser.execute_script("window.scrollTo(0, 0)")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    browser.save_screenshot(str(path))
+    browser.set_window_size(width, 900)

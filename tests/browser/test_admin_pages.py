@@ -17,7 +17,7 @@ from studio.rules import services as rules
 from studio.workspaces import services as ws
 from studio.workspaces.actions import LogAction
 
-from .conftest import sign_in
+from .conftest import save_whole_page, sign_in
 from .test_scenario import SHOTS, UNLABELLED_CONTROLS, _wait_for_text
 from .test_small_screens import OVERFLOW, WIDTHS
 
@@ -36,11 +36,7 @@ def _check_at_both_widths(browser, name: str) -> None:
             overflow = browser.execute_script(OVERFLOW)
             assert overflow["scrollWidth"] <= overflow["innerWidth"], (name, width, overflow)
             if os.environ.get("STUDIO_SCREENSHOTS"):
-                height = browser.execute_script("return document.documentElement.scrollHeight")
-                browser.set_window_size(width, min(max(900, height), 2400))
-                browser.execute_script("window.scrollTo(0, 0)")
-                SHOTS.mkdir(parents=True, exist_ok=True)
-                browser.save_screenshot(str(SHOTS / f"{name}-{width}.png"))
+                save_whole_page(browser, SHOTS / f"{name}-{width}.png", width)
     finally:
         browser.set_window_size(1280, 900)
 

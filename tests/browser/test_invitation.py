@@ -15,7 +15,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 from studio.workspaces.models import Membership
 from studio.workspaces.services import create_user, create_workspace
 
-from .conftest import sign_in
+from .conftest import save_whole_page, sign_in
 from .test_scenario import SHOTS, UNLABELLED_CONTROLS
 from .test_small_screens import OVERFLOW, WIDTHS
 
@@ -30,11 +30,7 @@ def _fits_every_width(browser, name: str) -> None:
             assert found["scrollWidth"] <= found["innerWidth"], (name, width, found)
             assert browser.execute_script(UNLABELLED_CONTROLS) == [], (name, width)
             if os.environ.get("STUDIO_SCREENSHOTS"):
-                height = browser.execute_script("return document.documentElement.scrollHeight")
-                browser.set_window_size(width, min(max(900, height), 2400))
-                browser.execute_script("window.scrollTo(0, 0)")
-                SHOTS.mkdir(parents=True, exist_ok=True)
-                browser.save_screenshot(str(SHOTS / f"{name}-{width}.png"))
+                save_whole_page(browser, SHOTS / f"{name}-{width}.png", width)
     finally:
         browser.set_window_size(1280, 900)
     # A refused form answers 422 on purpose, which Chromium logs as a failed load.

@@ -17,7 +17,7 @@ from studio.traces.models import TraceSession
 from studio.web.management.commands.load_demo import DEMO
 from studio.workspaces.models import Workspace
 
-from .conftest import sign_in
+from .conftest import save_whole_page, sign_in
 from .test_scenario import SHOTS, UNLABELLED_CONTROLS, _wait_for_text
 
 LIVE_SESSIONS = 10
@@ -71,9 +71,6 @@ def test_ten_live_sessions_fit_in_a_few_screens(browser, live_server, transactio
             assert not wide, f"the live page scrolls sideways at {width} px"
             assert browser.execute_script(UNLABELLED_CONTROLS) == []
             if os.environ.get("STUDIO_SCREENSHOTS"):
-                browser.set_window_size(width, min(max(900, height), 2400))
-                browser.execute_script("window.scrollTo(0, 0)")
-                SHOTS.mkdir(parents=True, exist_ok=True)
-                browser.save_screenshot(str(SHOTS / f"live-first-{width}.png"))
+                save_whole_page(browser, SHOTS / f"live-first-{width}.png", width)
     finally:
         browser.set_window_size(1280, 900)

@@ -36,7 +36,7 @@ from studio.workspaces.invitations import invite
 from studio.workspaces.models import Role
 from studio.workspaces.services import create_token, create_webhook_secret
 
-from .conftest import sign_in
+from .conftest import save_whole_page, sign_in
 from .test_scenario import SHOTS, UNLABELLED_CONTROLS, _wait_for_text
 
 WIDTHS = (390, 1280)
@@ -274,7 +274,7 @@ def _use_reading(browser, base: str) -> None:
 def _check_page(browser, name: str, width: int, overflowing: list[str]) -> None:
     found = browser.execute_script(OVERFLOW)
     if os.environ.get("STUDIO_PAGE_SHOTS"):
-        _save_whole_page(browser, Path(os.environ["STUDIO_PAGE_SHOTS"]) / f"{name}-{width}.png",
+        save_whole_page(browser, Path(os.environ["STUDIO_PAGE_SHOTS"]) / f"{name}-{width}.png",
                          width)
     if found["scrollWidth"] > found["innerWidth"]:
         overflowing.append(f"{name} at {width} px: {found}")
@@ -283,17 +283,6 @@ def _check_page(browser, name: str, width: int, overflowing: list[str]) -> None:
         "return document.querySelector('.signout button').getBoundingClientRect().toJSON()")
     if not (0 <= box["left"] and box["right"] <= found["innerWidth"]):
         overflowing.append(f"{name} at {width} px: Sign out at {box}")
-
-
-def _save_whole_page(browser, path: Path, width: int) -> None:
-    """The page from its top, as tall as it is (at most 4000 px), e.g. to compare a change's
-    look before and after it."""
-    height = browser.execute_script("return document.documentElement.scrollHeight")
-    browser.set_window_size(width, min(max(900, height), 4000))
-    browser.execute_script("window.scrollTo(0, 0)")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    browser.save_screenshot(str(path))
-    browser.set_window_size(width, 900)
 
 
 def _walk(browser, base: str, demo: Demo, width: int, overflowing: list[str],

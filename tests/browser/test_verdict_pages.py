@@ -16,7 +16,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from studio.audits.models import AuditRun, SessionResult, ViolationRecord
 
-from .conftest import sign_in
+from .conftest import save_whole_page, sign_in
 from .test_scenario import SHOTS, UNLABELLED_CONTROLS, _shot, _wait_for_text
 
 OLD_WORDS = re.compile(r"\b(satisfied|pending)\b", re.IGNORECASE)
@@ -96,12 +96,7 @@ def test_one_word_for_each_verdict_at_a_laptop_and_a_phone_width(browser, live_s
                 assert "still owed" not in text or name != "session", (name, width)
                 assert browser.execute_script(UNLABELLED_CONTROLS) == [], (name, width)
                 if os.environ.get("STUDIO_SCREENSHOTS"):
-                    height = browser.execute_script(
-                        "return document.documentElement.scrollHeight")
-                    browser.set_window_size(width, min(max(900, height), 2400))
-                    browser.execute_script("window.scrollTo(0, 0)")
-                    SHOTS.mkdir(parents=True, exist_ok=True)
-                    browser.save_screenshot(str(SHOTS / f"verdict-words-{name}-{width}.png"))
+                    save_whole_page(browser, SHOTS / f"verdict-words-{name}-{width}.png", width)
             panel = browser.find_element(By.ID, "residual-panel").text
             assert "complied, nothing owed" in panel, panel
     finally:
