@@ -442,6 +442,11 @@ def set_rules(rule_set: RuleSet, actor, rule_ids: Iterable[int]) -> RuleSet:
     return rule_set
 
 
+def add_rule(rule_set: RuleSet, actor, rule: Rule) -> RuleSet:
+    """``rule`` added to the rule set's rules (kept once; recorded as ``set_rules`` records)."""
+    return set_rules(rule_set, actor, [*rule_set.rules.values_list("id", flat=True), rule.id])
+
+
 @transaction.atomic
 def set_live(rule_set: RuleSet, actor, live: bool) -> RuleSet:
     """Mark the rule set live (live sessions are monitored against the live sets) or not."""

@@ -292,8 +292,7 @@ def _act(request, workspace, rule, version: RuleVersion, errors: dict):
             if live_set is None:
                 errors["general"] = "Choose one of the live rule sets."
                 return None
-            services.set_rules(live_set, who, [*live_set.rules.values_list("id", flat=True),
-                                               rule.id])
+            services.add_rule(live_set, who, rule)
             messages.success(request, f"Rule “{rule.name}” added to the live rule set "
                              f"“{live_set.name}”: live sessions are checked against it.")
         else:

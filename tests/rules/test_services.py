@@ -259,6 +259,17 @@ def test_rule_sets_are_renamed_filled_and_marked_live(world):
     assert actions(world.acme)[-1] == "rule_set.deleted"
 
 
+def test_a_rule_added_to_a_rule_set_joins_its_rules_once(world):
+    first = services.create_rule(world.acme, world.alice, "first", "G p")
+    second = services.create_rule(world.acme, world.alice, "second", "G q")
+    rule_set = services.create_rule_set(world.acme, world.alice, "live set",
+                                        rule_ids=[first.id], live=True)
+    services.add_rule(rule_set, world.alice, second)
+    services.add_rule(rule_set, world.alice, second)  # already in: nothing changes
+    assert sorted(rule_set.rules.values_list("name", flat=True)) == ["first", "second"]
+    assert actions(world.acme).count("rule_set.rules_set") == 1
+
+
 # --- labelers ---------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("kind, config, field", [
