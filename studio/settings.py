@@ -353,6 +353,10 @@ GUARD_MODEL_TIME_LIMIT = env_number("GUARD_MODEL_TIME_LIMIT", 10 * 60, minimum=1
 GUARD_MODEL_STALL_SECONDS = env_number("GUARD_MODEL_STALL_SECONDS",
                                        GUARD_MODEL_TIME_LIMIT + 5 * 60, minimum=1)
 GUARD_MODEL_CHECK_SECONDS = env_number("GUARD_MODEL_CHECK_SECONDS", 5.0, float)
+# Domain predicates (docs/guard-models.md): a state with predicates seen fewer times than this is
+# merged into a coarser one; past this many states the rarest ones with predicates are merged.
+GUARD_MODEL_MIN_STATE_VISITS = env_number("GUARD_MODEL_MIN_STATE_VISITS", 5, minimum=1)
+GUARD_MODEL_MAX_STATES = env_number("GUARD_MODEL_MAX_STATES", 100_000, minimum=1)
 # Learning runs on a queue of its own, so that uploads, audits and the sweeper never wait behind
 # it: run a worker for it (docker-compose's models-worker, `-Q models`).  Beside a named
 # CELERY_QUEUE it is "<that name>-models", so studios (and test runs) sharing a Redis keep apart.

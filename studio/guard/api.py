@@ -29,6 +29,7 @@ from studio.rules.models import RuleSet
 from studio.workspaces.acting import actor_of, workspace_for
 from studio.workspaces.models import Role
 
+from . import predicates as model_predicates
 from . import services, waits
 
 router = Router(tags=["guard"])
@@ -196,6 +197,47 @@ def put_policy(request, slug: str, rule_set_id: Id, body: PolicyIn):
     ruleset = _ruleset(workspace, rule_set_id)
     policy = services.set_policy(ruleset, body.policy, actor_of(request))
     return {"rule_set": ruleset.pk, "policy": policy.to_json()}
+
+
+class PredicatesIn(Schema):
+    predicates: list[Any] = Field(description="the predicates, each as "
+                                               "studio.risk.predicates reads it: {kind: label, "
+                                               "atom}, {kind: field, path, op, value} or "
+                                               "{kind: action, action, within}")
+
+
+def _predicates_out(ruleset) -> dict:
+    found = model_predicates.predicates_of(ruleset)
+    return {"rule_set": ruleset.pk, "live": ruleset.live,
+            "predicates": [{**p.to_json(), "name": p.name, "words": p.words()}
+                           for p in found]}
+
+
+@router.get("w/{slug}/rule-sets/{rule_set_id}/guard-predicates",
+            summary="The domain predicates the rule set adds to the risk model's states")
+def get_predicates(request, slug: str, rule_set_id: Id):
+    workspace = workspace_for(request, slug)
+    return _predicates_out(_ruleset(workspace, rule_set_id))
+
+
+@router.put("w/{slug}/rule-sets/{rule_set_id}/guard-predicates",
+            summary="Replace the rule set's model predicates (a relearn follows when it is "
+                    "live); a predicate that does not read is named")
+def put_predicates(request, slug: str, rule_set_id: Id, body: PredicatesIn):
+    workspace = workspace_for(request, slug)   # authors and admins: the service checks
+    ruleset = _ruleset(workspace, rule_set_id)
+    model_predicates.set_predicates(ruleset, body.predicates, actor_of(request))
+    return _predicates_out(ruleset)
+
+
+@router.get("w/{slug}/guard/model",
+            summary="The newest ready risk model: its predicates, the precision and recall of "
+                    "its alarms on held-out sessions, and the predicates proposed")
+def get_model(request, slug: str):
+    workspace = workspace_for(request, slug)
+    return {"model": model_predicates.model_summary(model_predicates.newest_ready(workspace)),
+            "live_predicates": [p.to_json() for p in
+                                model_predicates.live_predicates(workspace)]}
 
 
 def _pending_out(row) -> dict:

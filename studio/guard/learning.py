@@ -56,7 +56,8 @@ from studio.labeling.llm import LLMError
 from studio.live.context import MONITOR_LOCK, context_for, live_versions
 from studio.live.events import SOURCE_LIVE
 from studio.risk.abstraction import Abstraction
-from studio.risk.predictor import ANY_RULE, RiskModel, Traces
+from studio.risk.predicates import ProposalData, propose
+from studio.risk.predictor import ANY_RULE, RiskModel, Traces, held_out_quality
 from studio.rules.models import Labeler, Rule, RuleSet, RuleVersion, VersionStatus
 from studio.rules.monitoring import ruleset_for
 from studio.traces.models import TraceSession
@@ -266,7 +267,7 @@ def learn_model(record_id: int, phases: dict[str, float] | None = None) -> str:
         return "gone"
     row = LearnedRiskModel.objects.select_related("workspace").get(pk=record_id)
     try:
-        model, used = _learn(row, phases)
+        model, used, found = _learn(row, phases)
         with _phase(phases, "encoding the model"):
             data = model.to_json(compact=True)
     except Exception as exc:  # noqa: BLE001 - every failure is stored, worded for a person
@@ -277,7 +278,7 @@ def learn_model(record_id: int, phases: dict[str, float] | None = None) -> str:
     with _phase(phases, "storing the model"):
         stored = _finish(row, status=ModelStatus.READY, finished_at=timezone.now(), model=data,
                          sessions=used["sessions"], events=used["events"],
-                         states=len(model.states), progress_done=used["sessions"])
+                         states=len(model.states), progress_done=used["sessions"], **found)
     log.info("risk model %s: %d states from %d sessions; %s", record_id, len(model.states),
              used["sessions"], ", ".join(f"{k} {v:.2f} s" for k, v in phases.items()))
     if not stored:
@@ -355,15 +356,27 @@ def ruleset_of(versions) -> object:
         return ruleset_for([found[i] for _, i in key])
 
 
-def _learn(row: LearnedRiskModel, phases: dict[str, float]) -> tuple[RiskModel, dict]:
+PROPOSAL_MAX_STEPS = 60_000   # steps of the training sessions the proposer reads, at most
+
+
+def _learn(row: LearnedRiskModel, phases: dict[str, float]
+           ) -> tuple[RiskModel, dict, dict]:
+    from .predicates import live_predicates
+    from .services import effective_policy
+
     workspace = row.workspace
     with _phase(phases, "rules and sessions to read"):
         ruleset = ruleset_of(row.versions)
         labeling = context_for(workspace).labeling
+        predicates = live_predicates(workspace)
+        policy = effective_policy(workspace)
         try:
-            abstraction = Abstraction(ruleset, row.atoms)
+            abstraction = Abstraction(ruleset, row.atoms, predicates=predicates)
         except ValueError as exc:
             raise _Failed(f"the picked atoms do not fit the rules: {exc}") from None
+        # The guard asks the model for the steps after the one proposed (services._assess).
+        horizon = max(1, policy.horizon - 1)
+        proposals = ProposalData(horizon, PROPOSAL_MAX_STEPS)
         # Finished sessions only: an open live session's end is not known yet.
         ids = list(TraceSession.objects.filter(workspace=workspace, steps__gt=0)
                    .exclude(source=SOURCE_LIVE, ended_at__isnull=True)
@@ -387,15 +400,26 @@ def _learn(row: LearnedRiskModel, phases: dict[str, float]) -> tuple[RiskModel, 
                     previous = event
             with _phase(phases, "replaying the monitors"), MONITOR_LOCK:
                 # (the monitors intern formulas: one thread at a time)
-                traces.add(labelled)
+                numbers = traces.add(labelled)
+            if not proposals.full:
+                with _phase(phases, "steps for proposals"):
+                    proposals.add(labelled, [traces.states[i] for i in numbers])
             done += 1
             events += len(labelled)
             if done % PROGRESS_EVERY == 0:
                 LearnedRiskModel.objects.filter(pk=row.pk).update(progress_done=done)
     LearnedRiskModel.objects.filter(pk=row.pk).update(progress_done=done)
+    bounds = {"min_visits": settings.GUARD_MODEL_MIN_STATE_VISITS,
+              "max_states": settings.GUARD_MODEL_MAX_STATES}
     with MONITOR_LOCK:
-        model = traces.model(phases=phases)
-    return model, {"sessions": done, "events": events}
+        model = traces.model(phases=phases, **bounds)
+        with _phase(phases, "alarm quality on held-out sessions"):
+            quality = held_out_quality(traces, horizon, policy.threshold, **bounds)
+    with _phase(phases, "proposing predicates"):
+        proposed = propose(proposals, exclude=predicates, skip_atoms=abstraction.readable)
+    found = {"predicates": [p.to_json() for p in predicates], "quality": quality.to_json(),
+             "proposals": [p.to_json() for p in proposed]}
+    return model, {"sessions": done, "events": events}, found
 
 
 # ---------------------------------------------------------------------------------------------

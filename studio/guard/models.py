@@ -23,6 +23,19 @@ class GuardPolicy(models.Model):
                                    on_delete=models.SET_NULL, related_name="+")
 
 
+class ModelPredicates(models.Model):
+    """The domain predicates a rule set adds to the risk model's abstract states
+    (``studio.risk.predicates``, as a list of their JSON); the model of the live rules reads the
+    live rule sets' predicates, in rule set order, each once."""
+
+    ruleset = models.OneToOneField(RuleSet, on_delete=models.CASCADE,
+                                   related_name="model_predicates")
+    predicates = models.JSONField(default=list)
+    updated_at = models.DateTimeField(auto_now=True)
+    updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+")
+
+
 class ModelStatus(models.TextChoices):
     QUEUED = "queued"
     RUNNING = "running"
@@ -47,6 +60,12 @@ class LearnedRiskModel(models.Model):
     events = models.PositiveIntegerField(default=0)
     states = models.PositiveIntegerField(default=0)
     model = models.JSONField(null=True, blank=True)
+    # The domain predicates it was learned with; its alarms' precision and recall on held-out
+    # sessions (``studio.risk.predictor.AlarmQuality``); the predicates proposed from its
+    # sessions (``studio.risk.predicates.Proposal``), best first.
+    predicates = models.JSONField(default=list, blank=True)
+    quality = models.JSONField(null=True, blank=True)
+    proposals = models.JSONField(default=list, blank=True)
     error = models.TextField(blank=True)
     reason = models.CharField(max_length=200, blank=True)   # why it was learned
     # Asked for while this one runs: learned once it finishes (studio.guard.learning), as

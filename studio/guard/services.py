@@ -27,6 +27,7 @@ from django.utils import timezone
 from studio.errors import PermissionDenied, ServiceError
 from studio.live.context import MONITOR_LOCK, Context, context_for
 from studio.live.events import Clean, ItemError, checked_session_id, clean_event
+from studio.live import storage
 from studio.live.reading import SessionNow, label_event, rules_if, session_now
 from studio.monitor import FastSessionMonitor
 from studio.monitor.anticipation import permanently_violated
@@ -226,7 +227,7 @@ def _assess(context: Context, now: SessionNow, raw: Any, continuation: list,
         # horizon counts the steps after the state the proposed step leads to.
         with MONITOR_LOCK:   # stepping stored states parses formulas: one at a time
             answer = model.predict(monitor, event, policy.horizon - 1,
-                                   guarded=policy.guarded_risk)
+                                   guarded=policy.guarded_risk, recent=_recent(now, model))
         learned = {name: value for name, value in answer.risk.items() if name != ANY_RULE}
         backed = answer.backed
     with MONITOR_LOCK:
@@ -238,6 +239,16 @@ def _assess(context: Context, now: SessionNow, raw: Any, continuation: list,
     rules = rules_if(context, now, monitor, changes)
     violates = {r["rule"]: r["violates"] or r["rule"] in doomed for r in rules}
     return Assessment(violates, sampled, learned, backed), rules
+
+
+def _recent(now: SessionNow, model) -> list:
+    """The session's last event, when the model's predicates read the last actions (``now``
+    holds it only when labelers read it: else it is read here, one query)."""
+    if not model.abstraction.history or not now.steps:
+        return []
+    if now.previous is not None:
+        return [now.previous]
+    return [storage.event_before(now.pk, now.steps)] if now.pk is not None else []
 
 
 def _sampled(context: Context, now: SessionNow, request: GuardRequest,

@@ -4,6 +4,7 @@ over time under the model of the live rules."""
 
 from __future__ import annotations
 
+import json
 import threading
 import weakref
 
@@ -22,7 +23,11 @@ from studio.traces.models import TraceSession
 from studio.workspaces.access import actor, workspace_page
 from studio.workspaces.models import Role
 
+from studio.errors import ServiceError
+from studio.rules.models import RuleSet
+
 from . import drawing, learning
+from . import predicates as model_predicates
 from .models import LearnedRiskModel, ModelStatus
 from .services import effective_policy
 
@@ -83,9 +88,82 @@ def model_page(request: HttpRequest, slug: str):
         else:
             page.update({"picture": _picture(model), "epsilon": model.epsilon,
                          "delta": model.delta})
+    page.update(_predicates_part(workspace, drawn))
     page["sessions"], page["sessions_more"], page["risk_note"] = _live_risks(
         workspace, context, policy)
     return render(request, "guard/model.html", page)
+
+
+def _predicates_part(workspace, drawn) -> dict:
+    """The live rule sets with their predicates, and the drawn model's alarm quality and
+    proposals."""
+    rulesets = [{"ruleset": r, "predicates": model_predicates.predicates_of(r)}
+                for r in RuleSet.objects.filter(workspace=workspace, live=True).order_by("id")]
+    summary = model_predicates.model_summary(drawn) if drawn is not None else None
+    quality = (summary or {}).get("quality")
+    if quality:
+        quality = {**quality, **{k: None if quality.get(k) is None else round(100 * quality[k])
+                                 for k in ("precision", "recall")},
+                   "threshold_percent": round(100 * quality["threshold"])}
+    return {"live_rulesets": rulesets, "quality": quality,
+            "proposals": [{**p, "predicate_json": json.dumps(p["predicate"])}
+                          for p in (summary or {}).get("proposals", [])],
+            "learned_predicates": (summary or {}).get("predicates", [])}
+
+
+def _ruleset_of(request: HttpRequest, workspace) -> RuleSet:
+    raw = request.POST.get("rule_set", "")
+    found = (RuleSet.objects.filter(workspace=workspace, pk=int(raw)).first()
+             if raw.isdigit() and len(raw) < 12 else None)
+    if found is None:
+        raise ServiceError("choose a rule set of this workspace", field="rule_set", status=404)
+    return found
+
+
+def _change_predicates(request: HttpRequest, slug: str, change) -> HttpResponse:
+    workspace, roles = workspace_page(request, slug)
+    if not roles & set(model_predicates.EDITORS):
+        raise PermissionDenied("choosing the model's predicates needs the author or admin role")
+    try:
+        ruleset = _ruleset_of(request, workspace)
+        done = change(ruleset)
+    except ServiceError as exc:
+        messages.error(request, f"{exc.field}: {exc.message}" if exc.field else exc.message)
+    else:
+        messages.success(request, done)
+    return redirect("guard_model", slug=slug)
+
+
+@login_required
+@require_POST
+def add_predicate(request: HttpRequest, slug: str):
+    """Add a predicate (as JSON: a proposal's, or one typed) to a rule set's model."""
+
+    def change(ruleset):
+        raw = request.POST.get("predicate", "")
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            raise ServiceError("the predicate is not JSON (for example {\"kind\": \"field\", "
+                               "\"path\": \"data.amount\", \"op\": \">\", "
+                               "\"value\": 10000})", field="predicate", status=422) from None
+        model_predicates.add_predicate(ruleset, data, actor(request))
+        return (f"Added to the model of {ruleset.name}"
+                + ("; the model is learned again." if ruleset.live else "."))
+
+    return _change_predicates(request, slug, change)
+
+
+@login_required
+@require_POST
+def remove_predicate(request: HttpRequest, slug: str):
+    def change(ruleset):
+        name = request.POST.get("name", "")
+        model_predicates.remove_predicate(ruleset, name, actor(request))
+        return (f"Removed {name} from the model of {ruleset.name}"
+                + ("; the model is learned again." if ruleset.live else "."))
+
+    return _change_predicates(request, slug, change)
 
 
 def _live_risks(workspace, context, policy) -> tuple[list[dict], int, str]:

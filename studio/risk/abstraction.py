@@ -12,6 +12,11 @@ there, or a violation that stands).  Every session starts in the start state (th
 initial configuration) and, with ``end_of_session``, ends in an end state that records which
 rules the end of the session violates (an obligation still open, per LTLf).
 
+Domain predicates (``studio.risk.predicates``, section 3.2) chosen for the workspace add their
+truth at the step to the state (``features``, in the order of the predicates; a state merged
+into a coarser one keeps only the first few, see ``Traces.merged``).  The monitors do not read
+them, so they never make a transition invalid: a successor may have any features.
+
 Validity (what smoothing may add): a transition i -> j is valid when some label set whose picked
 atoms are j's takes every rule's monitor from i's configuration to j's, with j's verdicts, and no
 declared exclusion forbids that label set (for example two tool calls in one step).  The monitors
@@ -30,6 +35,8 @@ import scipy.sparse as sp
 from studio.logic.formula import FALSE
 from studio.monitor import InstanceMonitor, RuleSet, SessionMonitor, TracR
 
+from .predicates import Predicate, action_of, history_needed
+
 # With more unpicked atoms than this, validity tries the label sets seen in the sessions instead
 # of every subset of the unpicked atoms.
 HIDDEN_ATOM_ENUMERATION_LIMIT = 10
@@ -43,15 +50,27 @@ class AbstractState:
     labels: tuple[str, ...]         # the picked atoms holding at the step, sorted
     monitors: tuple[tuple, ...]     # per rule, its monitor's configuration (text and flags)
     violated: tuple[bool, ...]      # per rule, violated at this step (at the end, by ending)
+    features: tuple[bool, ...] = ()  # per domain predicate (the first few), true at the step
 
     def to_json(self) -> dict:
-        return {"kind": self.kind, "labels": list(self.labels),
+        data = {"kind": self.kind, "labels": list(self.labels),
                 "monitors": [list(m) for m in self.monitors], "violated": list(self.violated)}
+        if self.features:
+            data["features"] = list(self.features)
+        return data
 
     @classmethod
     def from_json(cls, data: Mapping) -> AbstractState:
         return cls(data["kind"], tuple(data["labels"]),
-                   tuple(_frozen(m) for m in data["monitors"]), tuple(data["violated"]))
+                   tuple(_frozen(m) for m in data["monitors"]), tuple(data["violated"]),
+                   tuple(bool(f) for f in data.get("features", ())))
+
+    def coarser(self) -> AbstractState | None:
+        """The same state with its last predicate's truth forgotten (None: it has none)."""
+        if not self.features:
+            return None
+        return AbstractState(self.kind, self.labels, self.monitors, self.violated,
+                             self.features[:-1])
 
 
 def _frozen(value):
@@ -80,8 +99,11 @@ class Abstraction:
     """The abstraction of one rule set (optionally narrowed to picked atoms)."""
 
     def __init__(self, ruleset: RuleSet, atoms: Iterable[str] | None = None,
-                 exclusions: Iterable[Iterable[str]] = (), end_of_session: bool = True):
+                 exclusions: Iterable[Iterable[str]] = (), end_of_session: bool = True,
+                 predicates: Iterable[Predicate] = ()):
         self.ruleset = ruleset
+        self.predicates: tuple[Predicate, ...] = tuple(predicates)
+        self.history = history_needed(self.predicates)
         self.rules = [rule.name for rule in ruleset.rules]
         # Everything the rules read, by text: plain atoms and data atoms (comparisons).
         # (``rule.atoms`` counts a past subformula as one computed atom: look inside.)
@@ -137,17 +159,29 @@ class Abstraction:
             tuple(_violated_now(m, name in found)
                   for name, m in zip(self.rules, monitor.violation_monitors)))
 
+    def features(self, event: Mapping, recent: Sequence[str | None] = ()) -> tuple[bool, ...]:
+        """The domain predicates' truth at ``event`` (a labelled monitor event); ``recent``: the
+        actions of the steps before it, the latest last (``self.history`` of them are read)."""
+        return tuple(p.holds(event, recent) for p in self.predicates)
+
     def session(self, events: Iterable[Mapping]) -> list[AbstractState]:
         """The abstract trace of one session: the start state, one state per event and, with
         ``end_of_session``, the end state."""
         monitor = SessionMonitor(self.ruleset, witnesses=False)
         trace = [self.start()]
+        recent: list[str | None] = []
         for event in events:
             labels = monitor.labels_for(event)
             changes = monitor.feed(event)
             self.seen_label_sets.add(self._readable_texts(labels))
-            trace.append(self.current(monitor, labels,
-                                      (c["rule"] for c in changes if "violation" in c)))
+            state = self.current(monitor, labels,
+                                 (c["rule"] for c in changes if "violation" in c))
+            if self.predicates:
+                state = AbstractState(state.kind, state.labels, state.monitors, state.violated,
+                                      self.features(event, recent))
+                if self.history:
+                    recent = (recent + [action_of(event)])[-self.history:]
+            trace.append(state)
         if self.end_of_session and len(trace) > 1:
             trace.append(self.end(trace[-1]))
         return trace
@@ -188,15 +222,18 @@ class Abstraction:
             found = self._rule_steps[key] = (monitor_config(monitor), violated)
         return found
 
-    def step(self, state: AbstractState, labels: Iterable) -> AbstractState:
+    def step(self, state: AbstractState, labels: Iterable,
+             features: tuple[bool, ...] = ()) -> AbstractState:
         """The state after ``state`` when the next step's labels are ``labels`` (names of atoms
-        and data atoms, or a label set from ``SessionMonitor.labels_for``)."""
+        and data atoms, or a label set from ``SessionMonitor.labels_for``) and its domain
+        predicates' truth ``features`` (``self.features`` of the step's event)."""
         if state.kind == "end":
             raise ValueError("a session that ended takes no further step")
         full = self._readable_texts(labels)
         moved = [self._rule_step(i, config, full) for i, config in enumerate(state.monitors)]
         return AbstractState("step", tuple(t for t in full if t in self.picked),
-                             tuple(c for c, _ in moved), tuple(v for _, v in moved))
+                             tuple(c for c, _ in moved), tuple(v for _, v in moved),
+                             tuple(features))
 
     def end(self, state: AbstractState) -> AbstractState:
         """The end state a session reaches by ending in ``state``."""
@@ -285,16 +322,9 @@ class Abstraction:
                 for step in steps[1:]:
                     candidate_hashes += step.hash_part
                     possible &= step.known
+                # Every receiver with the hash: states that differ only in their predicates'
+                # truth share one (any of them may follow), and so may a true collision.
                 rows, found = group.lookup(candidate_hashes, possible)
-                if group.shared_hashes is not None:
-                    # Two receivers share a hash: the lookup tried one; try every one.
-                    unsure = np.flatnonzero(possible & np.isin(candidate_hashes,
-                                                               group.shared_hashes))
-                    extra = [(row, j) for row in unsure
-                             for j in group.with_hash(candidate_hashes[row])]
-                    if extra:
-                        rows = np.concatenate([rows, [row for row, _ in extra]]).astype(np.int64)
-                        found = np.concatenate([found, [j for _, j in extra]]).astype(np.int64)
                 exact = np.ones(len(rows), dtype=bool)
                 for r, step in enumerate(steps):
                     config = rows_table[rows, r]
@@ -387,14 +417,15 @@ class _Receivers:
 
     def lookup(self, wanted: np.ndarray, possible: np.ndarray
                ) -> tuple[np.ndarray, np.ndarray]:
-        """``(rows, members)``: the rows of ``wanted`` (where ``possible``) whose hash some
-        member has, and for each one such member."""
-        at = np.searchsorted(self.hashes, wanted)
-        at[at == len(self.hashes)] = 0
-        rows = np.flatnonzero(possible & (self.hashes[at] == wanted))
-        return rows, self.members[at[rows]]
-
-    def with_hash(self, value) -> np.ndarray:
-        lo, hi = int(np.searchsorted(self.hashes, value, "left")), int(
-            np.searchsorted(self.hashes, value, "right"))
-        return self.members[lo:hi]
+        """``(rows, members)``: every pair of a row of ``wanted`` (where ``possible``) and a
+        member with its hash."""
+        low = np.searchsorted(self.hashes, wanted, "left")
+        if self.shared_hashes is None:   # one member per hash at most
+            low[low == len(self.hashes)] = 0
+            rows = np.flatnonzero(possible & (self.hashes[low] == wanted))
+            return rows, self.members[low[rows]]
+        high = np.searchsorted(self.hashes, wanted, "right")
+        counts = np.where(possible, high - low, 0)
+        rows = np.repeat(np.arange(len(wanted)), counts)
+        starts = np.repeat(low - (np.cumsum(counts) - counts), counts)
+        return rows, self.members[starts + np.arange(int(counts.sum()))]

@@ -7,11 +7,21 @@ An answer is backed when the states it depends on were observed often enough (eq
 state itself and every state it can reach, within the horizon and before a violation, that is not
 absorbing.  A state the sessions never showed has no learned future: its answer is not backed and
 carries no probability unless the candidate itself violates a rule there (then it is 1).
+
+With domain predicates (``studio.risk.predicates``) the state count is kept bounded when the model
+is built (``Traces.merged``): a state seen fewer than ``min_visits`` times forgets its last
+predicate's truth (it is merged into that coarser state, with whatever else lands there), again
+until it is seen often enough or keeps no predicate; then, while there are more than
+``max_states`` states, the rarest state that still keeps a predicate is merged the same way.  The
+states the rules alone distinguish (atoms, monitor configurations) are never merged: merging
+them would change what the rules say.  A live step whose state was merged is answered from the
+coarser state it was merged into (``RiskModel.find``).
 """
 
 from __future__ import annotations
 
 import base64
+import heapq
 import json
 import time
 import zlib
@@ -25,11 +35,14 @@ from studio.monitor import RuleSet, SessionMonitor
 
 from . import pac
 from .abstraction import AbstractState, Abstraction
+from .predicates import Predicate, action_of, future_violations
 from .dtmc import LearnedChain, learn
 from .reach import reachability, reachable_within
 
 ANY_RULE = "*"
 MODEL_FORMAT = 1   # what ``RiskModel.to_json`` writes; ``from_json`` reads this format only
+MIN_VISITS = 5        # a state with predicates seen fewer times is merged into a coarser one
+MAX_STATES = 100_000  # past this, the rarest states with predicates are merged too
 
 
 @dataclass
@@ -69,13 +82,96 @@ class Traces:
         self.numbered.append(numbers)
         return numbers
 
+    def subset(self, sessions: Iterable[int]) -> Traces:
+        """The traces of the sessions numbered ``sessions`` (in the order added), alone."""
+        out = Traces(self.abstraction)
+        for k in sessions:
+            numbers = []
+            for i in self.numbered[k]:
+                state = self.states[i]
+                j = out.index.get(state)
+                if j is None:
+                    j = out.index[state] = len(out.states)
+                    out.states.append(state)
+                numbers.append(j)
+            out.numbered.append(numbers)
+        return out
+
+    def visits(self) -> np.ndarray:
+        counts = np.zeros(len(self.states), dtype=np.int64)
+        for numbers in self.numbered:
+            np.add.at(counts, numbers, 1)
+        return counts
+
+    def merged(self, min_visits: int = MIN_VISITS, max_states: int = MAX_STATES) -> Traces:
+        """These traces with rare states merged into coarser ones (see the module's doc):
+        while some state with predicates is seen fewer than ``min_visits`` times, or (past
+        ``max_states`` states) is the rarest with predicates, it forgets its last predicate's
+        truth.  Returns self when nothing is merged."""
+        if not self.abstraction.predicates or not self.states:
+            return self
+        visits = dict(zip(self.states, self.visits().tolist()))
+        parent: dict[AbstractState, AbstractState] = {}
+
+        def absorb(state: AbstractState) -> AbstractState:
+            coarse = state.coarser()
+            visits[coarse] = visits.get(coarse, 0) + visits.pop(state)
+            parent[state] = coarse
+            return coarse
+
+        # Finest first: a merge only adds to a state one predicate coarser, looked at next.
+        for length in range(len(self.abstraction.predicates), 0, -1):
+            for state in [s for s, v in visits.items()
+                          if len(s.features) == length and v < min_visits]:
+                absorb(state)
+        if len(visits) > max_states:
+            heap = [(v, -len(s.features), k, s) for k, (s, v) in enumerate(visits.items())
+                    if s.features]
+            heapq.heapify(heap)
+            serial = len(heap)
+            while len(visits) > max_states and heap:
+                count, _, _, state = heapq.heappop(heap)
+                if visits.get(state) != count:
+                    continue   # merged already, or grown since
+                coarse = absorb(state)
+                if coarse.features:
+                    serial += 1
+                    heapq.heappush(heap, (visits[coarse], -len(coarse.features), serial, coarse))
+
+        def resolve(state: AbstractState) -> AbstractState:
+            while state in parent:
+                state = parent[state]
+            return state
+
+        target = {s: resolve(s) for s in self.states}
+        if all(target[s] == s for s in self.states):
+            return self
+        out = Traces(self.abstraction)
+        for numbers in self.numbered:
+            renumbered = []
+            for i in numbers:
+                state = target[self.states[i]]
+                j = out.index.get(state)
+                if j is None:
+                    j = out.index[state] = len(out.states)
+                    out.states.append(state)
+                renumbered.append(j)
+            out.numbered.append(renumbered)
+        return out
+
     def model(self, alpha: float = 1.0, epsilon: float = pac.EPSILON,
-              delta: float = pac.DELTA, phases: dict[str, float] | None = None) -> RiskModel:
-        """The smoothed DTMC over the states the sessions showed.  ``phases``, when given, gets
-        the seconds each step took added to it."""
+              delta: float = pac.DELTA, phases: dict[str, float] | None = None,
+              min_visits: int = MIN_VISITS, max_states: int = MAX_STATES) -> RiskModel:
+        """The smoothed DTMC over the states the sessions showed (rare states with predicates
+        merged: ``merged``).  ``phases``, when given, gets the seconds each step took added to
+        it."""
         clock = time.perf_counter
-        states = self.states
         started = clock()
+        if self.abstraction.predicates:
+            merged = self.merged(min_visits, max_states)
+            if merged is not self:
+                return merged.model(alpha, epsilon, delta, phases, min_visits, max_states)
+        states = self.states
         valid = self.abstraction.valid_transitions(states)
         found_valid = clock()
         absorbing = np.array([s.kind == "end" for s in states], dtype=bool)
@@ -111,13 +207,26 @@ class RiskModel:
 
     @classmethod
     def learn(cls, abstraction: Abstraction, sessions: Iterable[Iterable[Mapping]],
-              alpha: float = 1.0, epsilon: float = pac.EPSILON, delta: float = pac.DELTA
-              ) -> RiskModel:
+              alpha: float = 1.0, epsilon: float = pac.EPSILON, delta: float = pac.DELTA,
+              min_visits: int = MIN_VISITS, max_states: int = MAX_STATES) -> RiskModel:
         """Abstract every session, learn the smoothed DTMC over the states they show."""
         traces = Traces(abstraction)
         for events in sessions:
             traces.add(events)
-        return traces.model(alpha, epsilon, delta)
+        return traces.model(alpha, epsilon, delta, min_visits=min_visits,
+                            max_states=max_states)
+
+    def find(self, state: AbstractState) -> tuple[int | None, int]:
+        """The index of ``state`` in the model, or of the coarser state it was merged into;
+        with how many of its predicates' truths were forgotten on the way."""
+        dropped = 0
+        while state is not None:
+            i = self.index.get(state)
+            if i is not None:
+                return i, dropped
+            state = state.coarser()
+            dropped += 1
+        return None, dropped
 
     # -- cached solutions ---------------------------------------------------------------------
 
@@ -191,7 +300,7 @@ class RiskModel:
         names = list(self.unsafe)
         now = dict(zip(self.abstraction.rules, state.violated))
         now[ANY_RULE] = any(state.violated)
-        i = self.index.get(state)
+        i, dropped = self.find(state)
         if i is None:
             risk = {name: (1.0 if now[name] else None) for name in names}
             return RiskAnswer(horizon, risk, False, False, None,
@@ -202,16 +311,27 @@ class RiskModel:
                   if backed else
                   "some states this answer depends on have fewer samples than the PAC bound "
                   "asks for")
+        if dropped:
+            kept = self.abstraction.predicates[:len(state.features) - dropped]
+            reason += ("; answered from a coarser state that tells apart only "
+                       + (", ".join(p.name for p in kept) if kept else "no predicate")
+                       + " (the sessions showed this one too rarely)")
         return RiskAnswer(horizon, risk, backed, True, i, reason)
 
     def predict(self, monitor: SessionMonitor, candidate: Mapping, horizon: int | None,
-                guarded: bool = False) -> RiskAnswer:
+                guarded: bool = False, recent: Iterable[Mapping | None] = ()) -> RiskAnswer:
         """The risk if ``candidate`` (an event) is the session's next step.  ``monitor`` is the
         session's monitor up to now; it is read, not advanced (stepping needs only its monitors'
-        configurations, not the atoms of its last step)."""
+        configurations, not the atoms of its last step).  ``recent``: the session's last events,
+        the latest last (``abstraction.history`` of them are read by predicates on the last
+        actions)."""
         current = self.abstraction.current(monitor)
         labels = monitor.labels_for(candidate)
-        return self.answer(self.abstraction.step(current, labels), horizon, guarded)
+        features = ()
+        if self.abstraction.predicates:
+            actions = [action_of(e) if e is not None else None for e in recent]
+            features = self.abstraction.features(candidate, actions)
+        return self.answer(self.abstraction.step(current, labels, features), horizon, guarded)
 
     def to_json(self, compact: bool = False) -> dict:
         """The model as data: the abstraction (rules, picked atoms, exclusions), the states with
@@ -232,7 +352,8 @@ class RiskModel:
             # Only ever dumped: JSON writes tuples as lists, so the states' own tuples do.
             states = [{"kind": s.kind, "labels": s.labels, "monitors": s.monitors,
                        "violated": s.violated, "samples": int(samples[i]),
-                       "samples_needed": needed[i], "enough": enough[i]}
+                       "samples_needed": needed[i], "enough": enough[i],
+                       **({"features": s.features} if s.features else {})}
                       for i, s in enumerate(self.states)]
         else:
             states = [{**s.to_json(), "samples": int(samples[i]),
@@ -243,6 +364,7 @@ class RiskModel:
             "rules": list(self.abstraction.rules),
             "atoms": sorted(self.abstraction.picked),
             "exclusions": [sorted(group) for group in self.abstraction.exclusions],
+            "predicates": [p.to_json() for p in self.abstraction.predicates],
             "end_of_session": self.abstraction.end_of_session,
             "epsilon": self.epsilon, "delta": self.delta, "alpha": self.chain.alpha,
             "invalid_observed": int(self.chain.invalid_observed),
@@ -274,8 +396,11 @@ class RiskModel:
         if list(data["rules"]) != names:
             raise ValueError(f"rules: the model was learned for {', '.join(data['rules'])}, "
                              f"not {', '.join(names)}")
+        from .predicates import predicates_from_json
+
         abstraction = Abstraction(ruleset, data["atoms"], data["exclusions"],
-                                  bool(data["end_of_session"]))
+                                  bool(data["end_of_session"]),
+                                  predicates_from_json(data.get("predicates", [])))
         stored = data["states"]
         if isinstance(stored, Mapping):
             stored = json.loads(_unpack(stored["zlib"]))
@@ -353,3 +478,79 @@ def _matrix(entries: list, n: int) -> sp.csr_matrix:
     data = np.fromiter((e[2] for e in entries), dtype=np.float64, count=len(entries))
     indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=n))])
     return sp.csr_matrix((data, indices, indptr), shape=(n, n))
+
+
+# ---------------------------------------------------------------------------------------------
+# How good the alarms are
+
+
+@dataclass
+class AlarmQuality:
+    """The alarms of a model (risk of any rule within ``horizon`` at or above ``threshold``)
+    against what happened (a violation within ``horizon`` steps), over the steps of held-out
+    sessions whose own state is not violated (the exact check sees those)."""
+
+    horizon: int
+    threshold: float
+    steps: int = 0
+    sessions: int = 0
+    true_alarms: int = 0
+    false_alarms: int = 0
+    missed: int = 0
+    unknown: int = 0           # steps in states the model never saw (no alarm)
+
+    @property
+    def precision(self) -> float | None:
+        raised = self.true_alarms + self.false_alarms
+        return self.true_alarms / raised if raised else None
+
+    @property
+    def recall(self) -> float | None:
+        happened = self.true_alarms + self.missed
+        return self.true_alarms / happened if happened else None
+
+    def to_json(self) -> dict:
+        return {"horizon": self.horizon, "threshold": self.threshold, "steps": self.steps,
+                "sessions": self.sessions, "true_alarms": self.true_alarms,
+                "false_alarms": self.false_alarms, "missed": self.missed,
+                "unknown": self.unknown, "precision": self.precision, "recall": self.recall}
+
+
+def alarm_quality(model: RiskModel, traces: Sequence[Sequence[AbstractState]], horizon: int,
+                  threshold: float, guarded: bool = False) -> AlarmQuality:
+    """``AlarmQuality`` of ``model`` on abstract traces (``Abstraction.session`` of sessions it
+    did not learn from)."""
+    out = AlarmQuality(horizon, threshold, sessions=len(traces))
+    risks = model.risks(ANY_RULE, horizon, guarded)
+    for trace in traces:
+        violated = [any(s.violated) for s in trace]
+        future = future_violations(violated, horizon)
+        for k in range(1, len(trace)):
+            if trace[k].kind != "step" or violated[k]:
+                continue
+            out.steps += 1
+            i, _ = model.find(trace[k])
+            alarm = i is not None and risks[i] >= threshold
+            if i is None:
+                out.unknown += 1
+            if alarm and future[k]:
+                out.true_alarms += 1
+            elif alarm:
+                out.false_alarms += 1
+            elif future[k]:
+                out.missed += 1
+    return out
+
+
+def held_out_quality(traces: Traces, horizon: int, threshold: float, guarded: bool = False,
+                     min_visits: int = MIN_VISITS, max_states: int = MAX_STATES,
+                     alpha: float = 1.0) -> AlarmQuality:
+    """The alarms of a model learned (as ``traces.model`` learns) from every other session
+    (the even ones), on the odd ones."""
+    n = len(traces.numbered)
+    if n < 2:
+        return AlarmQuality(horizon, threshold)
+    half = traces.subset(range(0, n, 2)).model(alpha, min_visits=min_visits,
+                                              max_states=max_states)
+    held = [[traces.states[i] for i in traces.numbered[k]] for k in range(1, n, 2)]
+    return alarm_quality(half, held, horizon, threshold, guarded)

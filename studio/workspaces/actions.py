@@ -31,6 +31,7 @@ class LogAction(models.TextChoices):
     GUARD_TIMED_OUT = "guard.timed_out", "Nobody answered the guard in time"
 
     GUARD_POLICY_SET = "guard_policy.set", "Guard policy changed"
+    GUARD_PREDICATES_SET = "guard_predicates.set", "Risk model predicates changed"
 
     INVITATION_ACCEPTED = "invitation.accepted", "Invitation accepted"
     INVITATION_CREATED = "invitation.created", "Person invited"
