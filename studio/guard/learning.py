@@ -56,7 +56,10 @@ from studio.labeling.llm import LLMError
 from studio.live.context import MONITOR_LOCK, context_for, live_versions
 from studio.live.events import SOURCE_LIVE
 from studio.risk.abstraction import Abstraction
-from studio.risk.predicates import ProposalData, propose
+from studio.risk.guard import Policy, combine
+from studio.risk.predicates import (
+    Predicate, PredicateError, ProposalData, predicates_from_json, propose,
+)
 from studio.risk.predictor import ANY_RULE, RiskModel, Traces, held_out_quality
 from studio.rules.models import Labeler, Rule, RuleSet, RuleVersion, VersionStatus
 from studio.rules.monitoring import ruleset_for
@@ -67,7 +70,7 @@ from studio.workspaces.models import Workspace
 from studio.workspaces.services import record
 
 from .drawing import RiskPoint
-from .models import LearnedRiskModel, ModelStatus
+from .models import LearnedRiskModel, ModelPredicates, ModelStatus
 
 log = logging.getLogger(__name__)
 
@@ -359,17 +362,41 @@ def ruleset_of(versions) -> object:
 PROPOSAL_MAX_STEPS = 60_000   # steps of the training sessions the proposer reads, at most
 
 
+def live_predicates(workspace: Workspace) -> tuple[Predicate, ...]:
+    """The model predicates of the workspace's live rule sets, in rule set order, each once (a
+    stored list that no longer reads is left out, logged)."""
+    out: list[Predicate] = []
+    for ruleset_id, stored in (ModelPredicates.objects
+                               .filter(ruleset__workspace=workspace, ruleset__live=True)
+                               .order_by("ruleset_id").values_list("ruleset_id", "predicates")):
+        try:
+            found = predicates_from_json(stored)
+        except PredicateError as exc:
+            log.warning("rule set %s: its model predicates do not read (%s)", ruleset_id, exc)
+            continue
+        out += [p for p in found if p not in out]
+    return tuple(out)
+
+
+def _live_policy(workspace: Workspace) -> Policy:
+    """The policy the live rule sets combine to (as ``services.effective_policy`` reads it, not
+    cached): its horizon and threshold are those the alarms are measured at."""
+    parts = [(Policy.from_json(stored or {}), names) for stored, names in (
+        (getattr(r, "guard_policy", None) and r.guard_policy.policy,
+         [rule.name for rule in r.rules.all()])
+        for r in RuleSet.objects.filter(workspace=workspace, live=True)
+        .prefetch_related("rules").select_related("guard_policy"))]
+    return combine(parts) if parts else Policy()
+
+
 def _learn(row: LearnedRiskModel, phases: dict[str, float]
            ) -> tuple[RiskModel, dict, dict]:
-    from .predicates import live_predicates
-    from .services import effective_policy
-
     workspace = row.workspace
     with _phase(phases, "rules and sessions to read"):
         ruleset = ruleset_of(row.versions)
         labeling = context_for(workspace).labeling
         predicates = live_predicates(workspace)
-        policy = effective_policy(workspace)
+        policy = _live_policy(workspace)
         try:
             abstraction = Abstraction(ruleset, row.atoms, predicates=predicates)
         except ValueError as exc:

@@ -33,19 +33,7 @@ def predicates_of(ruleset: RuleSet) -> tuple[Predicate, ...]:
 
 
 def live_predicates(workspace: Workspace) -> tuple[Predicate, ...]:
-    """The predicates of the workspace's live rule sets, in rule set order, each once (a stored
-    list that no longer reads is left out, logged)."""
-    out: list[Predicate] = []
-    for ruleset_id, stored in (ModelPredicates.objects
-                               .filter(ruleset__workspace=workspace, ruleset__live=True)
-                               .order_by("ruleset_id").values_list("ruleset_id", "predicates")):
-        try:
-            found = predicates_from_json(stored)
-        except PredicateError as exc:
-            log.warning("rule set %s: its model predicates do not read (%s)", ruleset_id, exc)
-            continue
-        out += [p for p in found if p not in out]
-    return tuple(out)
+    return learning.live_predicates(workspace)
 
 
 def set_predicates(ruleset: RuleSet, data: Any, actor=None) -> tuple[Predicate, ...]:

@@ -35,7 +35,7 @@ from studio.monitor import RuleSet, SessionMonitor
 
 from . import pac
 from .abstraction import AbstractState, Abstraction
-from .predicates import Predicate, action_of, future_violations
+from .predicates import action_of, future_violations
 from .dtmc import LearnedChain, learn
 from .reach import reachability, reachable_within
 
