@@ -7,8 +7,9 @@ A protobuf body is turned into the JSON document first, so both take one path af
 spans of one trace go to one session (``otlp_sessions``).
 Answers follow the OTLP specification: 200 with an ``ExportTraceServiceResponse`` in the
 request's encoding (``partialSuccess`` naming how many spans were rejected and why, when some
-were, or with none rejected and a warning, when a trace named two sessions), and on failure a JSON ``Status`` (``{"code", "message"}``) with 400, 401, 413, 415, or
-429/503 with Retry-After, which exporters retry.
+were, or with none rejected and a warning, when a trace named two sessions), and on failure a
+JSON ``Status`` (``{"code", "message"}``) with 400, 401, 413, 415, or 429/503 with Retry-After,
+which exporters retry.
 """
 
 from __future__ import annotations
