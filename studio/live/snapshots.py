@@ -75,6 +75,11 @@ def keep_live(workspace_pk: int, external_id: str, live: LiveMonitor) -> None:
     _MONITORS.put((workspace_pk, external_id), live)
 
 
+def forget_live(workspace_pk: int, external_id: str) -> None:
+    """Drop this process's monitor of a session whose events were moved away."""
+    _MONITORS.pop((workspace_pk, external_id), None)
+
+
 def compact_state(state: dict) -> dict:
     """The monitors' JSON without what only reports read and what grows with the session: every
     ``witness`` list emptied (counted in the TRAC monitor's ``witness_dropped``) and the lists of

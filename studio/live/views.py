@@ -3,11 +3,13 @@
 An exporter is configured with the endpoint ``<site>/v1/traces``, the protocol ``http/json``
 (``application/json``) or ``http/protobuf`` (``application/x-protobuf``, the Python exporter's
 default) and an ``Authorization: Bearer <token>`` header; the spans go to the token's workspace.
-A protobuf body is turned into the JSON document first, so both take one path after that.
+A protobuf body is turned into the JSON document first, so both take one path after that; the
+spans of one trace go to one session (``otlp_sessions``).
 Answers follow the OTLP specification: 200 with an ``ExportTraceServiceResponse`` in the
 request's encoding (``partialSuccess`` naming how many spans were rejected and why, when some
-were), and on failure a JSON ``Status`` (``{"code", "message"}``) with 400, 401, 413, 415, or
-429/503 with Retry-After, which exporters retry.
+were, or with none rejected and a warning, when a trace named two sessions), and on failure a
+JSON ``Status`` (``{"code", "message"}``) with 400, 401, 413, 415, or 429/503 with Retry-After,
+which exporters retry.
 """
 
 from __future__ import annotations
@@ -19,13 +21,10 @@ from django.views.decorators.csrf import csrf_exempt
 from studio import boundary
 from studio.errors import ServiceError
 from studio.traces.formats import otlp_protobuf
-from studio.traces.formats.otlp import decode_traces
 from studio.workspaces.acting import Actor
 
 from . import intake
-from .context import context_for
-from .events import SOURCE_OTLP
-from .ingest import ingest
+from .otlp_sessions import store_spans
 
 # google.rpc.Code values for the Status body.
 _GRPC = {400: 3, 401: 16, 404: 5, 405: 12, 413: 3, 415: 3, 422: 3, 429: 8, 503: 14}
@@ -73,34 +72,18 @@ def _export(request: HttpRequest) -> HttpResponse:
     document = _from_protobuf(body) if protobuf else intake.parse_json(body)
     if not isinstance(document, dict):
         raise intake.Refused(400, "the body must be an ExportTraceServiceRequest object")
-    decoded = decode_traces(document)
-    rejected = decoded.rejected_spans
-    messages = list(decoded.errors)
-    sessions: dict[str, list[dict]] = {}
-    for event in decoded.events:
-        sessions.setdefault(event["session"], []).append(event)
-    context = context_for(workspace) if sessions else None
-    # One transaction per session, in a fixed order: a request never holds two session locks.
-    for session_id in sorted(sessions):
-        events = sessions[session_id]
-        try:
-            result = ingest(workspace, session_id, events, SOURCE_OTLP, actor, context=context)
-        except ServiceError as exc:
-            rejected += len(events)
-            messages.append(f"session {session_id[:80]!r}: {exc.message}")
-            continue
-        for item in result["events"]:
-            if item["status"] == "error":
-                rejected += 1
-                span = events[item["index"]].get("event_id")
-                messages.append(f"span {span}: {item['error']}")
+    stored = store_spans(workspace, document, actor)
+    rejected = stored.rejected
+    # A trace naming two sessions is a warning: OTLP answers it as a partial success that
+    # rejected nothing, with the message.
+    messages = [*stored.errors, *stored.warnings]
     shown = "; ".join(messages[:_MESSAGES_SHOWN])
     if len(messages) > _MESSAGES_SHOWN:
         shown += f"; and {len(messages) - _MESSAGES_SHOWN} more"
     if protobuf:
-        return HttpResponse(otlp_protobuf.response_body(rejected, shown if rejected else ""),
+        return HttpResponse(otlp_protobuf.response_body(rejected, shown),
                             content_type=otlp_protobuf.CONTENT_TYPE)
-    if not rejected:
+    if not messages:
         return JsonResponse({})
     return JsonResponse({"partialSuccess": {"rejectedSpans": str(rejected),
                                             "errorMessage": shown}})

@@ -8,7 +8,7 @@ from typing import Any
 from django.conf import settings
 from django.db.models import Max, Min
 from django.shortcuts import get_object_or_404
-from ninja import Router, Schema, Status
+from ninja import Field, Router, Schema, Status
 
 from studio import boundary, exports
 from studio.errors import Conflict, PermissionDenied, ServiceError
@@ -18,6 +18,7 @@ from studio.workspaces.models import Role
 from . import erasure, intake
 from .formats import PARSERS
 from .models import Event, TraceSession, Upload, UploadStatus
+from .trace_links import conflict_sentences
 
 router = Router(tags=["traces"])
 
@@ -97,6 +98,10 @@ class SessionOut(Schema):
 class SessionDetail(SessionOut):
     first_step: int | None
     last_step: int | None
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="what the reader should know: OpenTelemetry traces of this session whose "
+                    "spans also named another session (their spans are kept here)")
 
 
 class SessionPage(Schema):
@@ -335,7 +340,8 @@ def _session(request, slug: str, session_id: int) -> TraceSession:
 def get_session(request, slug: str, session_id: int):
     session = _session(request, slug, session_id)
     bounds = Event.objects.filter(session=session).aggregate(first=Min("step"), last=Max("step"))
-    return {**_session_out(session), "first_step": bounds["first"], "last_step": bounds["last"]}
+    return {**_session_out(session), "first_step": bounds["first"], "last_step": bounds["last"],
+            "warnings": conflict_sentences(session.workspace, session.external_id)}
 
 
 @router.delete("{slug}/sessions/{session_id}", response=ErasureOut,

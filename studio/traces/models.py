@@ -191,3 +191,29 @@ class VocabularyEntry(models.Model):
         constraints = [models.UniqueConstraint(
             fields=["workspace", "kind", "name", "json_type", "carrier"],
             name="vocabulary_entry_once")]
+
+
+class TraceSessionLink(models.Model):
+    """Which session the spans of one OpenTelemetry trace go to (``studio.live.otlp_sessions``):
+    the first session any of its spans named (``session.id``, ``gen_ai.conversation.id``), or
+    its trace id while none has (``named`` false).  Spans of the trace that were stored under
+    the trace id before a span named a session were moved into it then.  ``conflicts`` lists the
+    other sessions spans of the trace named later (first seen first, at most
+    ``CONFLICTS_KEPT``): their spans were kept in ``session`` too, and the session's page and
+    API say so.  The row is locked while a batch of the trace's spans is stored, so two batches
+    of one trace decide one after the other."""
+
+    CONFLICTS_KEPT = 10
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
+    trace_id = models.CharField(max_length=32)
+    session = models.CharField(max_length=300)  # TraceSession.external_id
+    named = models.BooleanField(default=False)
+    conflicts = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["workspace", "trace_id"],
+                                               name="one_session_per_trace")]
+        indexes = [models.Index(fields=["workspace", "session"], name="trace_link_session_idx")]

@@ -43,6 +43,7 @@ from studio.monitor.explain import explain_violation, residual_reading
 from studio.monitor.verdicts import (PENDING, SATISFIED, VIOLATED, effective_counting,
                                      session_verdict, verdict_glyph, verdict_words)
 from studio.traces.models import Event, TraceSession
+from studio.traces.trace_links import conflict_sentences
 from studio.workspaces.access import actor, workspace_page
 from studio.workspaces.models import Role
 
@@ -372,6 +373,7 @@ def session_detail(request: HttpRequest, slug: str, session_id: int):
             f"?{query_string(back=links.keep['back'])}" if links.keep["back"] else ""),
     }
     context.update(_residual_context(run, session, step, results))
+    context["trace_warnings"] = conflict_sentences(workspace, session.external_id)
     if session.source == "live":  # what the agent was last answered, as the Live page shows
         live_context = live_context_for(workspace)
         context["live"] = live_pages.rules_in_words(

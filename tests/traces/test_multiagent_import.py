@@ -216,7 +216,9 @@ def test_one_document_entry_at_a_time_is_linked_too():
 
 def test_no_message_within_a_lifeline_between_sessions_or_to_an_unknown_span():
     linker = MessageLinker()
-    other_session = span(COMMIT, T0 + 5 * SECOND, "elsewhere", parent=ROOT)
+    # A span of another trace, in another session, linked to the orchestrator's root span.
+    other_session = span(COMMIT, T0 + 5 * SECOND, "elsewhere", links=[(TRACE, ROOT)],
+                         trace=OTHER_TRACE)
     other_session["attributes"] = [kv("gen_ai.conversation.id", "merge-2")]
     document = {"resourceSpans": [
         service("orchestrator", span(ROOT, T0, "propose"),
@@ -227,9 +229,24 @@ def test_no_message_within_a_lifeline_between_sessions_or_to_an_unknown_span():
     ]}
     events, errors = events_from_otlp(document, linker)
     assert errors == [] and all(e["message"] is None for e in events)
+    assert {e["session"] for e in events} == {"merge-1", "merge-2"}
     # A span seen again adds nothing.
     again, _ = events_from_otlp(document, linker)
     assert all(e["message"] is None for e in again)
+
+
+def test_a_span_naming_another_session_stays_with_its_trace_and_is_reported():
+    """One trace, one session (issue 28): the committer's span names merge-2, but its trace
+    named merge-1 first, so it is kept there - its message from the orchestrator with it."""
+    other_session = span(COMMIT, T0 + 5 * SECOND, "elsewhere", parent=ROOT)
+    other_session["attributes"] = [kv("gen_ai.conversation.id", "merge-2")]
+    events, errors = events_from_otlp({"resourceSpans": [
+        service("orchestrator", span(ROOT, T0, "propose")), service("committer", other_session)]})
+    assert {e["session"] for e in events} == {"merge-1"}
+    assert [e["message"]["kind"] for e in events if e["message"]] == ["send", "receive"]
+    assert errors == [f"the spans of trace {TRACE} name two sessions, 'merge-1' (named first: "
+                      "every span of the trace is kept there) and 'merge-2'; give every span "
+                      "of one trace the same session.id"]
 
 
 def test_bad_links_reject_their_span_only():

@@ -17,6 +17,16 @@ OpenInference TOOL span, or any span naming ``gen_ai.tool.name``) becomes the ou
 calls a model only *requested* (in its output messages) go to ``data.tool_calls``, not to the
 output: the execute_tool span that follows is the call, and counting both would count it twice.
 
+A trace keeps to one session: a span belongs to the session that any span of its trace names
+(``gen_ai.conversation.id`` or ``session.id``, on the span or on its resource), the first one
+named, not only to the one it names itself (OpenInference's ``using_session`` names it on the
+LLM spans only; a manual tool span or the agent's root span names none).  A trace none of whose
+spans names one is its own session, named by its trace id.  :class:`TraceSessions` keeps that
+choice between documents (the file importer reads a file twice: first for the names, then for
+the events; live ingestion asks the workspace's map, ``studio.live.otlp_sessions``, which also
+moves spans stored before the naming span arrived).  A span naming another session than its
+trace's first one stays with its trace, and the conflict is reported (``Decoded.conflicts``).
+
 Events come out ordered by start time (document order among equal times).  A span that cannot be
 read is rejected on its own, with an error naming its index and the reason; the others are kept.
 
@@ -41,7 +51,7 @@ import json
 import math
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -76,18 +86,90 @@ class Decoded:
     events: list[dict] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     rejected_spans: int = 0
+    # Spans naming another session than their trace's (``TraceConflict``), each pair once.
+    conflicts: list[TraceConflict] = field(default_factory=list)
 
 
-def events_from_otlp(document: dict,
-                     linker: MessageLinker | None = None) -> tuple[list[dict], list[str]]:
+@dataclass(frozen=True)
+class TraceConflict:
+    """A span of ``trace_id`` named ``other``, but the trace's spans go to ``session``."""
+
+    trace_id: str
+    session: str
+    other: str
+
+    def sentence(self) -> str:
+        return (f"the spans of trace {self.trace_id} name two sessions, {self.session!r} "
+                f"(named first: every span of the trace is kept there) and {self.other!r}; "
+                "give every span of one trace the same session.id")
+
+
+class TraceSessions:
+    """The session of each trace's spans: the first session any of its spans names, else the
+    trace id.
+
+    ``known`` seeds it with traces decided before (a file's first pass; the workspace's map);
+    ``lookup``, when given, is called once per document with the trace ids not known yet and
+    returns those it knows (``{trace_id: session}``).  ``names`` keeps, per trace, the distinct
+    sessions its spans named in the documents given here, in the order seen."""
+
+    def __init__(self, known: dict[str, str] | None = None, lookup=None) -> None:
+        self.chosen: dict[str, str] = dict(known or {})
+        self.names: dict[str, list[str]] = {}
+        self._lookup = lookup
+        self._reported: set[tuple[str, str]] = set()
+
+    def learn(self, trace_ids: set[str]) -> None:
+        missing = {t for t in trace_ids if t not in self.chosen}
+        if self._lookup is not None and missing:
+            self.chosen.update({t: s for t, s in self._lookup(missing).items() if t in missing})
+
+    def name(self, trace_id: str, named: str) -> TraceConflict | None:
+        """A span of ``trace_id`` names ``named``: the conflict it makes, the first time."""
+        seen = self.names.setdefault(trace_id, [])
+        if named not in seen:
+            seen.append(named)
+        first = self.chosen.setdefault(trace_id, named)
+        if first == named or (trace_id, named) in self._reported:
+            return None
+        self._reported.add((trace_id, named))
+        return TraceConflict(trace_id, first, named)
+
+    def session_of(self, trace_id: str) -> str:
+        return self.chosen.get(trace_id, trace_id)
+
+
+def named_sessions(document: Any, sessions: TraceSessions) -> None:
+    """Tell ``sessions`` the sessions the spans of ``document`` name, in document order, and
+    nothing else: a file's first pass.  Spans that cannot be read are left to the second."""
+    if not isinstance(document, dict) or not isinstance(document.get("resourceSpans"), list):
+        return
+    for _, resource, _, span in _walk(document["resourceSpans"], Decoded()):
+        if not isinstance(span, dict):
+            continue
+        try:
+            trace_id = _hex_id(span.get("traceId"), "traceId", 16, True)
+            named = _named_session(_attributes(span.get("attributes")), resource)
+        except SpanError:
+            continue
+        if named is not None:
+            sessions.name(trace_id, named)
+
+
+def events_from_otlp(document: dict, linker: MessageLinker | None = None,
+                     sessions: TraceSessions | None = None) -> tuple[list[dict], list[str]]:
     """Canonical events of every readable span (and of the messages between lifelines), and an
-    error for each span that is not.  Pass one ``linker`` to successive calls to find messages
-    between spans of different documents."""
-    decoded = decode_traces(document, linker)
-    return decoded.events, decoded.errors
+    error for each span that is not, or that names another session than its trace's.  Pass
+    one ``linker`` (and one ``sessions``) to successive calls to find messages between spans of
+    different documents (and keep each trace in one session)."""
+    decoded = decode_traces(document, linker, sessions)
+    return decoded.events, [*decoded.errors, *(c.sentence() for c in decoded.conflicts)]
 
 
-def decode_traces(document: Any, linker: MessageLinker | None = None) -> Decoded:
+def decode_traces(document: Any, linker: MessageLinker | None = None,
+                  sessions: TraceSessions | None = None) -> Decoded:
+    """The document's events (see the module's doc).  Pass one ``sessions`` to successive calls
+    to keep a trace's spans in one session across documents."""
     out = Decoded()
     if not isinstance(document, dict):
         out.errors.append(f"the document must be a JSON object, got {_kind(document)}")
@@ -108,8 +190,21 @@ def decode_traces(document: Any, linker: MessageLinker | None = None) -> Decoded
             out.errors.append(f"span {index} ({where}): {exc}")
             out.rejected_spans += 1
         else:
-            timed.append(((decoded.start or 0, index, 0), decoded.event))
             decoded_spans.append((index, decoded))
+    # Each span's session: its trace's, decided before any message is linked (a message joins
+    # two spans of one session).
+    sessions = sessions if sessions is not None else TraceSessions()
+    sessions.learn({d.seen.trace_id for _, d in decoded_spans})
+    for _, decoded in decoded_spans:
+        if decoded.named is not None:
+            conflict = sessions.name(decoded.seen.trace_id, decoded.named)
+            if conflict is not None:
+                out.conflicts.append(conflict)
+    for index, decoded in decoded_spans:
+        session = sessions.session_of(decoded.seen.trace_id)
+        decoded.event["session"] = session
+        decoded.seen = replace(decoded.seen, session=session)
+        timed.append(((decoded.start or 0, index, 0), decoded.event))
     linker = linker if linker is not None else MessageLinker()
     anchors = {(d.seen.trace_id, d.seen.span_id): index for index, d in decoded_spans}
     for _, decoded in decoded_spans:
@@ -424,6 +519,17 @@ class _Span:
     seen: SeenSpan
     parent: tuple[str, str] | None
     links: list[tuple[str, str]]
+    named: str | None = None  # the session the span names itself, if it names one
+
+
+def _named_session(attrs: dict, resource: dict) -> str | None:
+    """The session a span names: its own attribute, else its resource's."""
+    for source in (attrs, resource):
+        for key in ("gen_ai.conversation.id", "session.id"):
+            value = source.get(key)
+            if value is not None and value != "" and not isinstance(value, (dict, list)):
+                return str(value)
+    return None
 
 
 def _event(span: Any, resource: dict, scope: dict) -> _Span:
@@ -453,8 +559,8 @@ def _event(span: Any, resource: dict, scope: dict) -> _Span:
                 return value
         return None
 
-    session = attr("gen_ai.conversation.id", "session.id") or resource.get(
-        "gen_ai.conversation.id") or resource.get("session.id") or trace_id
+    named = _named_session(attrs, resource)
+    session = named or trace_id  # until the trace's session is known (decode_traces)
     lifeline = attr("gen_ai.agent.name", "agent.name") or resource.get("service.name") or ""
     operation = attr("gen_ai.operation.name")
     oi_kind = attr("openinference.span.kind")
@@ -541,7 +647,7 @@ def _event(span: Any, resource: dict, scope: dict) -> _Span:
     seen = SeenSpan(session=event["session"], lifeline=event["lifeline"], trace_id=trace_id,
                     span_id=span_id, start=start or None, end=end)
     return _Span(start=start, event=event, seen=seen,
-                 parent=(trace_id, parent) if parent else None, links=links)
+                 parent=(trace_id, parent) if parent else None, links=links, named=named)
 
 
 def _links(items: Any) -> list[tuple[str, str]]:

@@ -57,9 +57,9 @@ def _ids_to_hex(item: dict) -> None:
 
 def response_body(rejected_spans: int = 0, error_message: str = "") -> bytes:
     """A serialized ``ExportTraceServiceResponse``: empty on full success, else naming the
-    rejected spans (``partial_success``)."""
+    rejected spans (``partial_success``; none rejected with a message is a warning)."""
     response = ExportTraceServiceResponse()
-    if rejected_spans:
+    if rejected_spans or error_message:
         response.partial_success.rejected_spans = rejected_spans
         response.partial_success.error_message = error_message
     return response.SerializeToString()
