@@ -6,6 +6,8 @@ Run from the repository root::
 
     .venv/bin/python -m bench.live_order                     # 10,000 sessions x 4 events
     .venv/bin/python -m bench.live_order --sessions 2000     # smaller
+    .venv/bin/python -m bench.live_order --reuse             # measure the sessions loaded
+                                                             # by the last run again
 
 The script owns the database ``studio_bench_liveorder`` (dropped, created and migrated).  It
 makes a workspace with the rules of ``bench.workloads.RULES_20`` and posts every session's
@@ -30,13 +32,14 @@ import statistics
 import time
 from types import SimpleNamespace
 
-from .pipeline import fresh_database, make_events, make_workspace, progress
+from .pipeline import ADMIN_URL, fresh_database, make_events, make_workspace, progress
 
 DATABASE = "studio_bench_liveorder"
 
 
-def setup_django() -> None:
-    os.environ["DATABASE_URL"] = fresh_database(DATABASE)
+def setup_django(reuse: bool = False) -> None:
+    os.environ["DATABASE_URL"] = (ADMIN_URL.rsplit("/", 1)[0] + "/" + DATABASE if reuse
+                                  else fresh_database(DATABASE))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "studio.settings")
     os.environ["DEBUG"] = "false"
     os.environ.setdefault("SECRET_KEY", "bench-liveorder-" + "x" * 40)
@@ -99,8 +102,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sessions", type=int, default=10_000)
     parser.add_argument("--steps", type=int, default=4, help="events per session")
+    parser.add_argument("--reuse", action="store_true",
+                        help="keep the database and sessions of the last run")
     args = parser.parse_args()
-    setup_django()
+    setup_django(args.reuse)
 
     from django.db import connection
     from django.db.models import Count, F
@@ -113,13 +118,19 @@ def main() -> None:
     from studio.traces.models import TraceSession
     from studio.web.live_pages import SESSIONS_PER_PAGE, rules_in_words, sessions_in_order
 
-    workspace = make_workspace(SimpleNamespace(rules=20), "bench-live")
-    progress(f"posting {args.sessions} sessions of {args.steps} events")
-    delivering, placing = load(workspace, args.sessions, args.steps)
-    print(f"deliveries: {args.sessions} in {delivering:.1f} s "
-          f"({1000 * delivering / args.sessions:.2f} ms each); working out the session's "
-          f"place: {1000 * placing / args.sessions:.3f} ms each "
-          f"({100 * placing / delivering:.1f}% of a delivery)")
+    if args.reuse:
+        from studio.workspaces.models import Workspace
+
+        workspace = Workspace.objects.get(slug="bench-live")
+        args.sessions = TraceSession.objects.filter(workspace=workspace).count()
+    else:
+        workspace = make_workspace(SimpleNamespace(rules=20), "bench-live")
+        progress(f"posting {args.sessions} sessions of {args.steps} events")
+        delivering, placing = load(workspace, args.sessions, args.steps)
+        print(f"deliveries: {args.sessions} in {delivering:.1f} s "
+              f"({1000 * delivering / args.sessions:.2f} ms each); working out the session's "
+              f"place: {1000 * placing / args.sessions:.3f} ms each "
+              f"({100 * placing / delivering:.1f}% of a delivery)")
     places = dict(TraceSession.objects.filter(workspace=workspace).values_list(
         "live_order").annotate(n=Count("id")))
     print("sessions by place: " + ", ".join(
