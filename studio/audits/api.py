@@ -215,8 +215,12 @@ class ReportRule(Schema):
     final_violated: int = Field(description="sessions whose LTLf verdict is violated")
     violations: int
     never_triggered: bool = Field(description="the rule complied in every session only because "
-                                              "its trigger (p in G (p -> ...)) was never "
-                                              "labelled on any step: not applicable")
+                                              "its condition (p in G (p -> ...)) held on no "
+                                              "step: not applicable")
+    trigger_unknown: bool = Field(description="the rule complied in every session, but whether "
+                                              "its condition ever held could not be told (an "
+                                              "audit stored before it was recorded): it may "
+                                              "never have applied")
     satisfied: int = Field(description=f"deprecated: complied, under its old name, answered "
                                        f"until {OLD_NAMES_UNTIL}",
                            json_schema_extra={"deprecated": True})

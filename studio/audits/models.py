@@ -170,6 +170,10 @@ class SessionResult(models.Model):
     violation_count = models.PositiveIntegerField(default=0)
     # Per-step TRAC verdict changes [(step, verdict)] for the verdict lane.
     timeline = models.JSONField(default=list, blank=True)
+    # Whether the rule's condition (p of G (p -> ...)) held at some step of the session, on
+    # the labels the audit computed (labelers, built-in atoms, corrections, comparisons).
+    # None: the rule applies throughout (a ban), or a result stored before this was recorded.
+    triggered = models.BooleanField(null=True, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["run", "session", "rule_version"],

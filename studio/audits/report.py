@@ -20,11 +20,10 @@ from studio.monitor.explain import explain_violation, residual_reading
 from studio.monitor.verdicts import (COMPLIED, COUNTING_LABELS, COUNTING_SENTENCES, OPEN, PENDING,
                                      SATISFIED, VIOLATED, session_verdict, verdict_glyph,
                                      verdict_words, with_old_names)
-from studio.grounding.flags import trigger_of
 from studio.logic.events import BUILTIN_PREFIXES
 from studio.logic.formula import Formula
 from studio.logic.parser import FormulaSyntaxError, parse
-from studio.logic.reads import rule_reads
+from studio.logic.reads import condition_of, rule_reads
 from studio.rules.models import RuleVersion
 from studio.traces.models import Event, Upload, session_is_open
 from studio.workspaces.models import AuditLogEntry
@@ -50,9 +49,10 @@ def versions(run: AuditRun) -> list[RuleVersion]:
 def rule_totals(run: AuditRun) -> list[dict]:
     """Per rule version (its number ``rule_version``, its id ``rule_version_id``): sessions
     audited, how many the rule's one verdict (``session_verdict``) calls complied, violated
-    and open, LTLf verdicts violated at the end, violation instances, and ``never_triggered``
-    (``never_triggered``).  Every version of the run is listed, also before any result is
-    stored."""
+    and open, LTLf verdicts violated at the end, violation instances, and, for a rule that
+    complied in every session, whether that is only because it never applied
+    (``never_triggered``) or whether that could not be told (``trigger_unknown``; see
+    ``applied``).  Every version of the run is listed, also before any result is stored."""
     counts = {row["rule_version_id"]: row for row in (
         SessionResult.objects.filter(run=run).values("rule_version_id").annotate(
             sessions=Count("id"),
@@ -65,53 +65,64 @@ def rule_totals(run: AuditRun) -> list[dict]:
     for v in versions(run):
         row = counts.get(v.id, {})
         totals = {k: row.get(k) or 0 for k in TOTAL_KEYS}
+        clean = totals["sessions"] > 0 and totals[COMPLIED] == totals["sessions"]
+        found = applied(run, v) if clean else True
         out.append({"rule": v.rule.name, "rule_version": v.number, "rule_version_id": v.id,
                     "formula": v.formula, "counting": v.counting, **totals,
                     **{old: totals[new] for old, new in OLD_TOTAL_KEYS.items()},
-                    "never_triggered": (totals["sessions"] > 0
-                                        and totals[COMPLIED] == totals["sessions"]
-                                        and never_triggered(run, v))})
+                    "never_triggered": found is False, "trigger_unknown": found is None})
     return out
 
 
-def never_triggered(run: AuditRun, version: RuleVersion) -> bool:
-    """Whether ``version``'s trigger (``p`` in ``G (p -> ...)`` or ``G (!p | ...)``:
-    ``trigger_of``) held at no step of the run's sessions, so its "complied" says only that it
-    never applied.  A ban (``G !p``) is not a condition: it applies at every step.
+def applied(run: AuditRun, version: RuleVersion) -> bool | None:
+    """Whether ``version``'s condition (``condition_of``: ``p`` in ``G (p -> ...)`` or
+    ``G (!p | ...)``) held at some step of the run's sessions: False when it held at none, so
+    its "complied" says only that it never applied; None when that cannot be told.  A rule
+    with no condition (a ban ``G !p`` applies at every step; a rule of another form) applied.
 
-    Decided from labels that are stored: an atom of the trigger is never labelled when no event
-    of the run's sessions arrived with it and no person corrected it to hold.  Atoms the run's
-    labelers or the built-in atoms may produce, and comparisons, are computed from each event at
-    audit time and not stored: a trigger reading them is never called "never triggered" (the
-    answer stays False rather than guess)."""
+    Each result records it (``SessionResult.triggered``), decided on the labels the audit
+    computed for every step: the events' own, the labelers', the built-in atoms, the label
+    corrections and the comparisons.  Results stored before they recorded it fall back on
+    what is stored: an atom no event arrived with and no person corrected to hold never held;
+    an atom a labeler or a built-in atom computes, or a comparison, cannot be told."""
     try:
-        formula = parse(version.formula)
+        condition = condition_of(parse(version.formula))
     except FormulaSyntaxError:
+        return True
+    if condition is None:
+        return True
+    results = SessionResult.objects.filter(run=run, rule_version=version)
+    if results.filter(triggered=True).exists():
+        return True
+    if not results.filter(triggered__isnull=True).exists():
         return False
-    if formula.op == "G" and formula.args[0].op == "not":
-        return False  # a ban applies at every step: one never broken is a clean complied
-    trigger = trigger_of(formula)
-    if trigger is None:
-        return False
+    return _applied_by_stored_labels(run, condition, results.values("session_id"))
+
+
+def _applied_by_stored_labels(run: AuditRun, condition: Formula, sessions) -> bool | None:
     computed = {d.get("atom") for d in run.labelers if isinstance(d, dict)}
-    sessions = SessionResult.objects.filter(run=run, rule_version=version).values("session_id")
 
     def labelled(atom: str) -> bool:
         return (Event.objects.filter(session_id__in=sessions, labels__contains=[atom]).exists()
                 or LabelCorrection.objects.filter(event__session_id__in=sessions, atom=atom,
                                                   value=True).exists())
 
-    def never(part: Formula) -> bool:
+    def held(part: Formula) -> bool | None:
         if part.op == "atom":
-            return (part.name not in computed and not part.name.startswith(BUILTIN_PREFIXES)
-                    and not labelled(part.name))
-        if part.op == "and":  # one part that never holds is enough
-            return any(never(a) for a in part.args)
+            if labelled(part.name):
+                return True
+            if part.name in computed or part.name.startswith(BUILTIN_PREFIXES):
+                return None  # computed at audit time, not stored
+            return False
+        if part.op == "and":  # one part that never held is enough; all held: together?
+            found = [held(a) for a in part.args]
+            return False if False in found else True if len(found) == 1 and found[0] else None
         if part.op == "or":
-            return all(never(a) for a in part.args)
-        return False  # a comparison reads data: not decided here
+            found = [held(a) for a in part.args]
+            return True if True in found else None if None in found else False
+        return None  # a comparison reads data, computed at audit time
 
-    return never(trigger)
+    return held(condition)
 
 
 def session_rows(run: AuditRun, columns: dict[int, int]) -> Iterator[tuple]:

@@ -694,7 +694,7 @@ def insert_results(batch: AuditBatch, results: list[_Result]) -> None:
                       rule_version_id=r.version_id, steps=r.steps, verdict=r.verdict,
                       first_verdict_step=r.first_verdict_step, final=r.final,
                       residual=r.residual, violation_count=len(r.violations),
-                      timeline=r.timeline)
+                      timeline=r.timeline, triggered=r.triggered)
         for r in results], batch_size=500)
     ViolationRecord.objects.bulk_create(
         [ViolationRecord(result_id=row.pk, trigger=t, detected=d, at_end=e,

@@ -169,6 +169,8 @@ def audit_report(request: HttpRequest, slug: str, audit_id: int):
         # The matrix's column of a rule that never applied says so above its "complied" cells.
         context["never_triggered"] = {row["rule_version_id"] for row in totals
                                       if row["never_triggered"]}
+        context["trigger_unknown"] = {row["rule_version_id"] for row in totals
+                                      if row["trigger_unknown"]}
         context["only_violated"] = only_violated
     return render(request, "audits/report.html", context)
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from studio.logic import formula as fm
 from studio.logic.formula import Formula
+from studio.logic.reads import trigger_of  # noqa: F401 - one definition, re-exported
 from studio.monitor.fast import FastSessionMonitor
 from studio.monitor.session import RuleSet
 
@@ -78,38 +79,6 @@ class Flags:
         if not self.flagged:
             return f"Would flag none {of}."
         return f"Would flag {self.flagged} {of}."
-
-
-def trigger_of(f: Formula) -> Formula | None:
-    """The event that puts ``f``'s obligation into play, or None when ``f`` has no single one
-    (not of the form ``G ...``, or ``G`` of something that is not a condition or a ban)."""
-    if f.op != "G":
-        return None
-    body = f.args[0]
-    if body.op == "implies":
-        return _present(body.args[0]) or body.args[0]
-    if body.op == "not":
-        return _present(body.args[0])
-    if body.op == "or":
-        # G (!p | q): p brings q into play
-        banned = [a.args[0] for a in body.args if a.op == "not"]
-        if len(banned) == 1:
-            return _present(banned[0])
-    return None
-
-
-def _present(f: Formula) -> Formula | None:
-    """The parts of a conjunction that are plain events (atoms, comparisons and their
-    negation-free combinations at one step), or None when it has none."""
-    parts = f.args if f.op == "and" else (f,)
-    plain = [p for p in parts if _plain(p)]
-    return fm.And(*plain) if plain else None
-
-
-def _plain(f: Formula) -> bool:
-    if f.op in ("atom", "cmp"):
-        return True
-    return f.op in ("and", "or") and all(_plain(a) for a in f.args)
 
 
 def trigger_parts(trigger: Formula) -> tuple[Formula, ...]:

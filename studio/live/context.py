@@ -4,6 +4,7 @@ its labeling - read once per ``settings.LIVE_CONTEXT_SECONDS`` and shared by eve
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 import time
@@ -14,6 +15,7 @@ from django.conf import settings
 from studio.caching import LruCache
 from studio.labeling import Labeling, labeling_from_snapshot
 from studio.monitor import RuleSet
+from studio.monitor.verdicts import effective_counting
 from studio.rules import monitoring
 from studio.workspaces.models import Workspace
 
@@ -82,6 +84,11 @@ class Context:
     @property
     def versions_key(self) -> list[list]:
         return [[v.rule, v.id] for v in self.versions]
+
+    @functools.cached_property
+    def counting(self) -> dict[str, str]:
+        """Per rule, the counting its version uses (``effective_counting``)."""
+        return {v.rule: effective_counting(v.counting, v.formula) for v in self.versions}
 
 
 def live_versions(workspace: Workspace) -> list[LiveVersion]:

@@ -14,11 +14,12 @@ from studio.workspaces.actions import LogAction
 from studio.workspaces.models import Workspace
 from studio.workspaces.services import record
 
+from . import attention
 from .context import MONITOR_LOCK, Context, context_for
 from .errors import LabelerUnavailable, labelers_answer
 from .events import SOURCE_LIVE, checked_session_id
 from .reading import current_rules
-from .snapshots import bring_up_to_date, rule_states, snapshot_of, take_live, violation_counts
+from .snapshots import bring_up_to_date, rules_now, snapshot_of, take_live, violation_counts
 
 
 def end_session(workspace: Workspace, session_external_id: str, actor=None, *,
@@ -56,12 +57,15 @@ def end_session(workspace: Workspace, session_external_id: str, actor=None, *,
                      for r in monitor.results()}
             counts = {name: found.get(name, 0) + ended.get(name, 0) for name in found}
             rules = [{**r, "end_violations": ended.get(r["rule"], 0)}
-                     for r in rule_states(monitor, counts, open=False)]
+                     for r in rules_now(monitor, counts, open=False)]
             monitor.forget_history()
         live.counts = counts
         session.ended_at = timezone.now()
         session.monitor_state = snapshot_of(live)
-        session.save(update_fields=["ended_at", "monitor_state"])
+        session.attention = attention.rank(rules, open=False, counting=context.counting)
+        session.save(update_fields=["ended_at", "monitor_state", "attention"])
+        rules = [{k: v for k, v in r.items() if k not in ("complete", "complete_reason")}
+                 for r in rules]  # the answer's rules are those ``ingest`` gives
 
         record(workspace, actor, LogAction.LIVE_SESSION_ENDED, session,
                session=session.external_id, reason=reason, steps=session.steps,

@@ -21,7 +21,9 @@ from studio.traces import vocabulary
 from studio.traces.models import monitor_event
 from studio.workspaces.models import Workspace
 
-from . import causal_guards, context as live_context, snapshots
+from studio.monitor.anticipation import verdicts_now
+
+from . import attention, causal_guards, context as live_context, snapshots
 from .context import MONITOR_LOCK, Context, context_for
 from .errors import SessionEnded, labelers_answer
 from .events import (
@@ -143,6 +145,13 @@ def _ingest_once(workspace: Workspace, external_id: str, valid: list[tuple[int, 
                               "step": step, "changes": changes})
             counts = violation_counts(monitor, live.counts)
             rules = rule_states(monitor, counts, open=not locked.ended)
+            # The session's place on the live page, stored with what changed it.
+            order = None
+            if rows or restored.rebuilt:
+                order = attention.rank(
+                    [{**rule, "complete": now["complete"]} for rule, now in
+                     zip(rules, verdicts_now(monitor, ended=locked.ended))],
+                    open=not locked.ended, counting=context.counting)
             monitor.forget_history()
         # The causal guards of choice events (multi-agent sessions): see causal_guards.
         guards = (causal_guards.decide(workspace, external_id, session_pk, steps_before, rows)
@@ -168,7 +177,7 @@ def _ingest_once(workspace: Workspace, external_id: str, valid: list[tuple[int, 
             # cycle; a clash with a concurrent delivery to another session means start over.
             rows.sort(key=lambda r: r[1].event_id or "")
             inserts = insert_statements(workspace, session_pk, source, rows)
-        update = (session_update(session_pk, steps, bool(rows), snapshot)
+        update = (session_update(session_pk, steps, bool(rows), snapshot, order)
                   if rows or snapshot is not None else None)
         try:
             write_delivery(inserts, update)

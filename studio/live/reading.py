@@ -13,7 +13,6 @@ from typing import Any
 from studio.errors import ServiceError
 from studio.labeling.llm import LLMError
 from studio.monitor import VIOLATED, FastSessionMonitor
-from studio.monitor.anticipation import verdicts_now
 from studio.rules.models import RuleVersion
 from studio.traces.models import TraceSession, monitor_event
 from studio.workspaces.models import Workspace
@@ -24,7 +23,7 @@ from .errors import SessionEnded, labelers_answer
 from .events import MAX_EVENTS_PER_BATCH, Clean, ItemError, checked_session_id, clean_event
 from .snapshots import (
     bring_up_to_date, compact_state, feed_stored, from_snapshot, gap_limit, keep_live,
-    rule_states, snapshot_fits, take_live, violation_counts,
+    rule_states, rules_now, snapshot_fits, take_live, violation_counts,
 )
 
 def current_rules(session: TraceSession, context: Context) -> dict:
@@ -63,12 +62,8 @@ def current_rules(session: TraceSession, context: Context) -> dict:
     except LLMError:
         return {"rules": [], "note": "a labeler could not label the latest events; retry later"}
     with MONITOR_LOCK:
-        rules = rule_states(live.monitor, violation_counts(live.monitor, live.counts),
-                            open=session.is_open)
-        # Anticipation (issue 17): the four-valued verdict over the whole session, and why.
-        for rule, complete in zip(rules, verdicts_now(live.monitor,
-                                                      ended=not session.is_open)):
-            rule.update(complete=complete["complete"], complete_reason=complete["reason"])
+        rules = rules_now(live.monitor, violation_counts(live.monitor, live.counts),
+                          open=session.is_open)
     note = ""
     if key != context.versions_key:
         note = ("monitored against earlier rule versions; the next event re-monitors the "

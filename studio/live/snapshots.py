@@ -28,6 +28,7 @@ from typing import Any
 
 from studio.caching import LruCache
 from studio.monitor import VIOLATED, FastSessionMonitor, SessionMonitor
+from studio.monitor.anticipation import verdicts_now
 from studio.monitor.verdicts import session_verdict
 
 from . import storage
@@ -132,6 +133,15 @@ def rule_states(monitor: SessionMonitor, counts: dict[str, int], open: bool = Tr
         out.append({"rule": rule.name, "verdict": one, "trac_verdict": t.verdict,
                     "residual": t.residual.text, "final": final, "violations": count})
     return out
+
+
+def rules_now(monitor: SessionMonitor, counts: dict[str, int], open: bool) -> list[dict]:
+    """``rule_states`` with each rule's four-valued verdict over the whole session and why
+    (``complete``, ``complete_reason``: the anticipation, issue 17).  Under MONITOR_LOCK."""
+    rules = rule_states(monitor, counts, open=open)
+    for rule, complete in zip(rules, verdicts_now(monitor, ended=not open)):
+        rule.update(complete=complete["complete"], complete_reason=complete["reason"])
+    return rules
 
 
 def feed_stored(live: LiveMonitor, events: list[dict], context: Context) -> None:

@@ -296,9 +296,12 @@ def insert_statements(workspace: Workspace, session_pk: int, source: str,
     return statements
 
 
-def session_update(session_pk: int, steps: int, touched: bool, state: dict | None
-                   ) -> tuple[str, list]:
+def session_update(session_pk: int, steps: int, touched: bool, state: dict | None,
+                   attention: int | None = None) -> tuple[str, list]:
     sets, params = ["steps = %s"], [steps]
+    if attention is not None:
+        sets.append("attention = %s")
+        params.append(attention)
     if touched:
         sets.append("last_event_at = %s")
         params.append(TraceSession._meta.get_field("last_event_at").get_db_prep_save(

@@ -447,6 +447,7 @@ class FastSessionMonitor(SessionMonitor):
     def _step(self, labels: frozenset, input: Any, output: Any, changes: list | None) -> None:
         step = self.steps
         self.steps = step + 1
+        self.label_sets.add(labels)
         label_keys = self._keys
         keys, touched = label_keys.table.get(labels) or label_keys.of(labels)
         awake = self._awake

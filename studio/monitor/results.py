@@ -8,6 +8,7 @@ import json
 from dataclasses import dataclass, field
 
 from studio.copyformat import NULL, json_field, text_field
+from studio.logic.reads import holds_on
 
 from .monitors import PENDING, label_names
 from .session import SessionMonitor
@@ -27,6 +28,9 @@ class StoredResult:
     timeline: list
     # (trigger, detected, at_end, witness as JSON text)
     violations: list = field(default_factory=list)
+    # Whether the rule's condition (``condition_of``: p of G (p -> ...)) held at some step;
+    # None for a rule that applies throughout (a ban, no single condition).
+    triggered: bool | None = None
 
 
 class WitnessText:
@@ -48,14 +52,31 @@ class WitnessText:
         return f'{{"step": {at(w.step)}, "labels": {labels}, "residual": {residual}}}'
 
 
+def triggered(condition, label_sets) -> bool | None:
+    """Whether ``condition`` held on one of the steps' label sets (None: no condition, or one
+    that cannot be decided on labels)."""
+    if condition is None:
+        return None
+    undecided = False
+    for labels in label_sets:
+        held = holds_on(condition, labels)
+        if held:
+            return True
+        undecided = undecided or held is None
+    return None if undecided else False
+
+
 def session_results(session_id: int, monitor: SessionMonitor, steps: list[int],
                      version_ids: list[int], texts: WitnessText) -> list[StoredResult]:
+    """The monitor's results for the whole session (it saw every step: ``steps`` are their
+    stored numbers), one per rule version."""
     n = len(steps)
+    held = [triggered(c, monitor.label_sets) for c in monitor.ruleset.conditions]
     # Positions to stored step numbers; the identity in the usual case.
     at = (lambda i: i) if not n or (steps[0] == 0 and steps[-1] == n - 1) else steps.__getitem__
     entries: dict[int, str] = {}  # id(witness entry) -> its JSON; the monitor keeps them alive
     out = []
-    for version_id, result in zip(version_ids, monitor.results()):
+    for version_id, result, was_triggered in zip(version_ids, monitor.results(), held):
         first = result.first_verdict_step
         if not n:
             timeline = []
@@ -77,14 +98,14 @@ def session_results(session_id: int, monitor: SessionMonitor, steps: list[int],
                                "[" + ", ".join(parts) + "]"))
         out.append(StoredResult(session_id, version_id, n, result.verdict,
                            at(first) if first is not None else None, result.final,
-                           result.residual.text, timeline, violations))
+                           result.residual.text, timeline, violations, was_triggered))
     return out
 
 
 # The columns of the COPY texts ``copy_texts`` makes (the audit's result and violation tables).
 RESULT_COLUMNS = ("id", "run_id", "batch_id", "session_id", "rule_version_id", "steps",
                   "verdict", "first_verdict_step", "final", "residual", "violation_count",
-                  "timeline")
+                  "timeline", "triggered")
 VIOLATION_COLUMNS = ("result_id", "trigger", "detected", "at_end", "witness")
 
 
@@ -103,7 +124,8 @@ def copy_texts(results: list[StoredResult], ids: list[int], run_id: int,
         lines.append(f"{result_id}\t{run_id}\t{batch_id}\t{r.session_id}\t{r.version_id}\t"
                      f"{r.steps}\t{text_field(r.verdict)}\t{first}\t{text_field(r.final)}\t"
                      f"{text_field(r.residual)}\t{len(r.violations)}\t"
-                     f"{json_field(dumps(r.timeline))}\n")
+                     f"{json_field(dumps(r.timeline))}\t"
+                     f"{NULL if r.triggered is None else 't' if r.triggered else 'f'}\n")
         for trigger, detected, at_end, witness in r.violations:
             violations.append(f"{result_id}\t{trigger}\t{detected}\t{'t' if at_end else 'f'}\t"
                               f"{json_field(witness)}\n")

@@ -17,6 +17,7 @@ from typing import Any
 from studio.logic.events import MISSING, put_path, read_path
 from studio.logic.formula import Formula
 from studio.logic.progression import Progressor
+from studio.logic.reads import condition_of
 
 from .automaton import CompiledRule, RuleMachines, comparison_labels, compile_rule
 from .monitors import SATISFIED, VIOLATED, InstanceMonitor, Trac, TracR, Violation
@@ -40,6 +41,8 @@ class RuleSet:
         if duplicates:
             raise ValueError(f"rule names must be unique; repeated: {', '.join(duplicates)}")
         self.rules = compiled
+        # Per rule, the condition that makes it apply (``condition_of``; None: throughout).
+        self.conditions = [condition_of(rule.formula) for rule in compiled]
         self.progressor = Progressor()
         self.machines = [RuleMachines(rule, self.progressor) for rule in compiled]
         seen: dict[int, Formula] = {}
@@ -113,6 +116,10 @@ class SessionMonitor:
         self.trac = [Trac(m) for m in ruleset.machines]
         self.violation_monitors = [InstanceMonitor(m, witnesses) if m.rule.instance_level
                                    else TracR(m) for m in ruleset.machines]
+        # Every distinct label set of a step since this monitor was made (interned by the rule
+        # set, so a few per session): whether a rule's condition ever held (an audit's monitor
+        # sees the whole session; ``results.session_results``).
+        self.label_sets: set[frozenset] = set()
         self._start_memo()
 
     def labels_for(self, event: Mapping) -> frozenset:
@@ -142,6 +149,7 @@ class SessionMonitor:
         ignore these labels is skipped: updating it would change nothing but the counters."""
         step = self.steps
         self.steps = step + 1
+        self.label_sets.add(labels)
         changes: list[dict] = []
         quiet = self._quiet
         for i, known in enumerate(quiet):
@@ -209,6 +217,7 @@ class SessionMonitor:
         """Drop witnesses and the violations found so far, keeping what the next steps need
         (residuals, open obligations, past values).  A long-lived monitor (live ingestion)
         then costs no more to keep and save at step 10,000 than at step 10."""
+        self.label_sets.clear()
         for trac, other in zip(self.trac, self.violation_monitors):
             trac.forget_witness()
             if isinstance(other, TracR):

@@ -92,6 +92,16 @@ class UploadError(models.Model):
         indexes = [models.Index(fields=["upload", "line", "id"], name="upload_error_line_idx")]
 
 
+class Attention(models.IntegerChoices):
+    """A live session's place on the live page, most urgent first (``studio.live.attention``
+    decides it; ``TraceSession.attention`` stores it)."""
+
+    VIOLATED = 0
+    AT_RISK = 1
+    OPEN = 2
+    COMPLIED = 3
+
+
 class TraceSession(models.Model):
     """One agent session.  ``monitor_state`` holds the live monitors (JSON) between webhook
     deliveries; the row is locked while a delivery (or an upload batch) adds events to it.
@@ -107,11 +117,29 @@ class TraceSession(models.Model):
     # A live session is open until it is ended (by its agent, or after the workspace's
     # inactivity timeout); an uploaded log is a finished session.
     ended_at = models.DateTimeField(null=True, blank=True)
+    # A live session's place on the live page as its monitors stood after its last delivery
+    # (or its end): written with them, so the page orders every session by it in the database.
+    attention = models.PositiveSmallIntegerField(choices=Attention.choices,
+                                                 default=Attention.OPEN)
+    # What the page orders by: a session without saved monitors (none read yet, or dropped by
+    # an erasure to be rebuilt) shows nothing decided, so it is open whatever was stored.
+    live_order = models.GeneratedField(
+        expression=models.Case(models.When(monitor_state__isnull=True,
+                                           then=models.Value(Attention.OPEN.value)),
+                               default=models.F("attention"),
+                               output_field=models.PositiveSmallIntegerField()),
+        output_field=models.PositiveSmallIntegerField(), db_persist=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["workspace", "external_id"],
                                                name="session_id_unique_in_workspace")]
         ordering = ["id"]
+        # The live page's query: one page of a workspace's live sessions, most urgent first,
+        # most recently active first within each (``studio.web.live_pages``), read in index
+        # order whatever page is asked for.  Uploaded sessions are not in it.
+        indexes = [models.Index(
+            "workspace", "live_order", models.F("last_event_at").desc(nulls_last=True),
+            models.F("id").desc(), condition=models.Q(source="live"), name="live_session_order")]
 
     @property
     def is_open(self) -> bool:

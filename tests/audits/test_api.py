@@ -225,7 +225,7 @@ def test_reports(team, audit):
                         "formula": "F logout", "sessions": 3, "complied": 2, "open": 0,
                         "satisfied": 2, "pending": 0,
                         "violated": 1, "final_violated": 1, "violations": 1,
-                        "never_triggered": False}
+                        "never_triggered": False, "trigger_unknown": False}
     assert logs_out["rule_version_id"] == audit["rule_versions"][0]["id"]
     rows = {s["session"]: s for s in report["sessions"]}
     assert rows["a"]["verdicts"] == ["violated", "complied", "violated"]

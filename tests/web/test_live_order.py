@@ -96,3 +96,83 @@ def test_an_ended_session_says_its_rules_are_met_not_met_so_far(setup):
     assert agent.post("over", [], what="end").status_code == 200
     html = setup["owner"].get("/w/acme/live/rows").content.decode()
     assert "3 rules met</summary>" in row_of(html, "over")
+
+
+SESSION_NAME = re.compile(r'<th scope="row">(?:<a [^>]*>)?([^<]+)(?:</a>)?</th>')
+
+
+def page_of(client: Client, number: int, rows: bool = False) -> list[str]:
+    url = f"/w/acme/live/{'rows' if rows else ''}?page={number}"
+    return SESSION_NAME.findall(client.get(url).content.decode())
+
+
+def every_page(client: Client) -> list[list[str]]:
+    pages, number = [], 1
+    while True:
+        found = page_of(client, number)
+        pages.append(found)
+        if len(found) < 25:
+            return pages
+        number += 1
+
+
+def test_the_order_holds_across_pages_and_paging_is_stable(setup):
+    """30 sessions: the one violated is the oldest, so recency alone puts it on page 2.  It
+    comes first on page 1; the at-risk ones (most recent first) follow; every session is on
+    exactly one page; a complied session that breaks a rule later moves to page 1."""
+    agent, owner = setup["agent"], setup["owner"]
+    assert agent.post("broke-old", [{"event_id": "v1", "output": {"tool": "ship"}}]
+                      ).status_code == 200
+    for i in range(20):  # complied with every rule so far (paid, then ended the turn)
+        assert agent.post(f"done-{i:02}", [
+            {"event_id": f"d{i}a", "output": {"tool": "pay"}},
+            {"event_id": f"d{i}b", "output": "bye", "stop_reason": "end_turn"}]
+                          ).status_code == 200
+    for i in range(9):  # paid, but still owe the end of the turn: at risk
+        assert agent.post(f"owes-{i}", [{"event_id": f"o{i}", "output": {"tool": "pay"}}]
+                          ).status_code == 200
+
+    pages = every_page(owner)
+    assert [len(p) for p in pages] == [25, 5]
+    expected = (["broke-old"] + [f"owes-{i}" for i in reversed(range(9))]
+                + [f"done-{i:02}" for i in reversed(range(20))])
+    assert pages[0] + pages[1] == expected
+    assert page_of(owner, 1, rows=True) == pages[0]  # the polled rows hold the same page
+    assert page_of(owner, 2, rows=True) == pages[1]
+    assert every_page(owner) == pages  # asked again: the same pages
+
+    # The oldest complied session breaks a rule: it leads page 1, the rest move down by one.
+    assert agent.post("done-00", [{"event_id": "late", "output": {"tool": "delete"}}]
+                      ).status_code == 200
+    after = every_page(owner)
+    assert after[0][:2] == ["done-00", "broke-old"]
+    assert after[0] + after[1] == ["done-00"] + [n for n in expected if n != "done-00"]
+
+
+def test_the_stored_place_is_the_one_the_page_shows(setup):
+    """What each delivery and each end stores (``attention``) is the place the page works out
+    from the session's rules when it shows the row: the order of the query is the row's."""
+    agent, owner = setup["agent"], setup["owner"]
+    agent.post("broke", [{"event_id": "b1", "output": {"tool": "ship"}}])
+    agent.post("owes", [{"event_id": "o1", "output": {"tool": "pay"}}])
+    agent.post("fresh", [{"event_id": "f1", "output": {"tool": "search"}}])
+    agent.post("done", [{"event_id": "d1", "output": {"tool": "pay"}},
+                        {"event_id": "d2", "output": "bye", "stop_reason": "end_turn"}])
+    agent.post("ended-owing", [{"event_id": "e1", "output": {"tool": "pay"}}])
+    assert agent.post("ended-owing", [], what="end").status_code == 200
+    agent.post("ended-done", [{"event_id": "g1", "output": {"tool": "pay"}},
+                              {"event_id": "g2", "output": "bye", "stop_reason": "end_turn"}])
+    assert agent.post("ended-done", [], what="end").status_code == 200
+
+    html = owner.get("/w/acme/live/rows").content.decode()
+    shown = SESSION_NAME.findall(html)
+    stored = dict(TraceSession.objects.values_list("external_id", "attention"))
+    words = {0: "violated", 1: "at risk", 2: "open", 3: "complied"}
+    places = [words[stored[name]] for name in shown]
+    assert places == sorted(places, key=["violated", "at risk", "open", "complied"].index)
+    assert {name: words[stored[name]] for name in shown} == {
+        "broke": "violated", "ended-owing": "violated", "owes": "at risk",
+        "fresh": "at risk", "done": "complied", "ended-done": "complied"}
+    for name in shown:  # the row says what was stored
+        at_risk = "<strong>At risk:</strong>" in row_of(html, name)
+        assert at_risk == (stored[name] == 1), name

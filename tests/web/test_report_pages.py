@@ -471,11 +471,112 @@ def test_a_rule_that_never_applied_is_not_a_clean_complied(team,
         assert {r["rule"]: r["never_triggered"] for r in found["rules"]} == {
             "logs_out": False, "no_delete": False, "no_refund": False,
             "refunds_approved": True, "respond": False}
-    # A person marking a refund at a step is a trigger: the rule applied (and the audit of it
-    # is a new run, but the answer is read from the stored labels of the same sessions).
+    # A person marking a refund at a step is a trigger: the next audit, which labels with the
+    # correction, finds the rule applied.  The first run's report still describes the labels
+    # its verdicts were computed from.
     LabelCorrection.objects.create(workspace=team.workspace, atom="refund", value=True,
                                    event=Event.objects.filter(session__external_id="b").first(),
                                    corrected_at=timezone.now())
-    page = client.get(f"/w/acme/audits/{run.id}/").content.decode()
+    with django_capture_on_commit_callbacks(execute=True):
+        client_for(team.auditor).post("/w/acme/audits/", {"rule_set": "", "upload": ""})
+    again = AuditRun.objects.exclude(id=run.id).get()
+    page = client.get(f"/w/acme/audits/{again.id}/").content.decode()
     assert "never triggered" not in " ".join(
         " ".join(row) for row in table_after(page, "totals-heading"))
+    page = client.get(f"/w/acme/audits/{run.id}/").content.decode()
+    assert "never triggered" in " ".join(
+        " ".join(row) for row in table_after(page, "totals-heading"))
+
+
+def approve_rules(team, named: list[tuple[str, str]]) -> None:
+    for name, formula in named:
+        rule = rules.create_rule(team.workspace, team.author, name, formula, english=name)
+        version = rules.submit_for_review(rule.versions.get(), team.author, "warnings known")
+        rules.approve(version, team.reviewer, f"checked {name} against the policy")
+
+
+def marks(client, run) -> dict[str, str]:
+    """Per rule, what the totals table says beside its complied count ("" for nothing)."""
+    page = client.get(f"/w/acme/audits/{run.id}/").content.decode()
+    rows = {row[0].split()[0]: row[3] for row in table_after(page, "totals-heading")[2:]}
+    return {name: cell.partition(" ")[2] for name, cell in rows.items()}
+
+
+# Rules whose condition the audit computes (a labeler, a built-in atom, a comparison), each
+# with whether it held on some step of SESSIONS, worked out by hand: the labeler matches
+# "refund" / "asks" in an event's text, session b calls the tool rm with args.f = 1.
+COMPUTED = [
+    ("refund_said_approved", "G(refund_said -> F approve)", False),
+    ("asked_answered", "G(asked -> F answer)", True),
+    ("refund_tool_approved", "G(tool_call:refund -> F approve)", False),
+    ("rm_then_logout", "G(tool_call:rm -> F logout)", True),
+    ("big_f_approved", "G(output.args.f > 5 -> F approve)", False),
+    ("any_f_then_logout", "G(output.args.f >= 1 -> F logout)", True),
+    ("asked_and_rm", "G(asked & tool_call:rm -> F approve)", False),  # never together
+    ("no_unapproved_refund", "G !(refund_said & !O approve)", False),  # a ban with exception
+]
+
+
+def test_a_condition_computed_at_audit_time_is_seen(team, django_capture_on_commit_callbacks):
+    """A rule whose condition a labeler computes, a built-in atom or a comparison: the audit
+    records whether it held, so one that never held is "not applicable: never triggered" and
+    one that held is a plain complied (before, both were a plain complied)."""
+    rules.create_labeler(team.workspace, team.author, "refund_said", "regex",
+                         {"path": "output", "pattern": "refund"})
+    rules.create_labeler(team.workspace, team.author, "asked", "regex",
+                         {"path": "input", "pattern": "asks"})
+    approve_rules(team, [(name, formula) for name, formula, _ in COMPUTED])
+    with django_capture_on_commit_callbacks(execute=True):
+        client_for(team.auditor).post("/w/acme/audits/", {"rule_set": "", "upload": ""})
+    run = AuditRun.objects.get()
+    client = client_for(team.auditor)
+    found = marks(client, run)
+    for name, _, held in COMPUTED:
+        assert found[name] == ("" if held else "not applicable: never triggered"), name
+    assert found["respond"] == found["logs_out"] == ""
+    document = client.get(f"/api/w/acme/audits/{run.id}/report.json").json()
+    by_rule = {r["rule"]: r for r in document["rules"]}
+    for name, _, held in COMPUTED:
+        assert by_rule[name]["complied"] == by_rule[name]["sessions"] == 3, name
+        assert (by_rule[name]["never_triggered"], by_rule[name]["trigger_unknown"]) == (
+            not held, False), name
+    # What each result recorded, session by session: the labeler's atom held in session a.
+    recorded = dict(SessionResult.objects.filter(
+        run=run, rule_version__rule__name="asked_answered").values_list(
+            "session__external_id", "triggered"))
+    assert recorded == {"a": True, "b": False, "=cmd|' /C calc'!A0": False}
+    assert set(SessionResult.objects.filter(
+        run=run, rule_version__rule__name="no_delete").values_list("triggered", flat=True)
+               ) == {None}  # a ban applies at every step: no condition
+
+
+def test_results_stored_before_conditions_were_recorded_say_they_could_not_tell(
+        team, django_capture_on_commit_callbacks):
+    """An audit whose results did not record whether the condition held (stored by an
+    earlier version): a condition a labeler computes cannot be told from what is stored, so
+    the report says "could not tell whether it applied", never a plain complied; a raw atom no
+    event carries still reads "never triggered"."""
+    rules.create_labeler(team.workspace, team.author, "refund_said", "regex",
+                         {"path": "output", "pattern": "refund"})
+    approve_rules(team, [("refund_said_approved", "G(refund_said -> F approve)"),
+                         ("refunds_approved", "G(refund -> F approve)"),
+                         ("big_f_approved", "G(output.args.f > 5 -> F approve)")])
+    with django_capture_on_commit_callbacks(execute=True):
+        client_for(team.auditor).post("/w/acme/audits/", {"rule_set": "", "upload": ""})
+    run = AuditRun.objects.get()
+    SessionResult.objects.filter(run=run).update(triggered=None)
+    client = client_for(team.auditor)
+    found = marks(client, run)
+    assert found["refund_said_approved"] == "could not tell whether it applied"
+    assert found["big_f_approved"] == "could not tell whether it applied"
+    assert found["refunds_approved"] == "not applicable: never triggered"
+    assert found["respond"] == ""  # its request is labelled on a stored event
+    matrix = client.get(f"/w/acme/audits/{run.id}/").content.decode()
+    header = re.search(r'<th scope="col">refund_said_approved (.*?)</th>', matrix).group(1)
+    assert "could not tell whether it applied" in header  # the matrix column says it too
+    document = client.get(f"/api/w/acme/audits/{run.id}/report.json").json()
+    unknown = {r["rule"]: (r["never_triggered"], r["trigger_unknown"])
+               for r in document["rules"]}
+    assert unknown["refund_said_approved"] == unknown["big_f_approved"] == (False, True)
+    assert unknown["refunds_approved"] == (True, False)
+    assert unknown["respond"] == unknown["no_delete"] == (False, False)
