@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('traces', '0008_vocabulary_evidence'),
+        ('traces', '0009_trace_session_link'),
         ('workspaces', '0008_invitations_and_secret_names'),
     ]
 
