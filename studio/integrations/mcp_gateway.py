@@ -514,6 +514,8 @@ class Gateway:
         try:
             await anyio.to_thread.run_sync(self.client.end, session_id)
         except StudioError as exc:
+            if exc.status == 404:   # no event of it was ever stored: nothing to end
+                return
             log.error("session %s: the guard stopped it, but ending it in the studio failed: "
                       "%s", session_id, exc)
 
