@@ -379,7 +379,9 @@ class Gateway:
                             arguments: dict) -> types.CallToolResult:
         if state.stopped:
             return tool_error(state.stopped)
+        began = time.perf_counter()
         failure = await self._flush(session_id, state)
+        flushed = time.perf_counter()
         if failure and not self.fail_open:
             return tool_error(
                 f"The compliance gateway did not make the call to {name}: the studio could not "
@@ -388,6 +390,7 @@ class Gateway:
         event = {"output": {"tool": name, "args": arguments}}
         call_id = uuid.uuid4().hex
         answer = await self._ask(session_id, state, name, event, call_id)
+        asked = time.perf_counter()
         if isinstance(answer, types.CallToolResult):
             return answer   # refused before the guard could answer
         if answer is not None:
@@ -417,7 +420,18 @@ class Gateway:
                 name, upstream, call_id, None, f"MCP error {exc.error.code}: "
                 f"{exc.error.message}")])
             raise
+        except Exception as exc:  # noqa: BLE001 - the upstream went away mid-call
+            # Whether the tool ran is unknown: the call is stored with what became of it.
+            failure = f"upstream {upstream} did not answer: {_describe(exc)}"
+            self._record(session_id, state, [event, result_event(name, upstream, call_id, None,
+                                                                 failure)])
+            raise MCPError(code=types.INTERNAL_ERROR, message=failure) from exc
         self._record(session_id, state, [event, result_event(name, upstream, call_id, result)])
+        if log.isEnabledFor(logging.DEBUG):
+            done = time.perf_counter()
+            log.debug("timing session=%s tool=%s earlier_events_ms=%.2f guard_ms=%.2f "
+                      "upstream_ms=%.2f", session_id, name, (flushed - began) * 1000,
+                      (asked - flushed) * 1000, (done - asked) * 1000)
         return result
 
     async def _ask(self, session_id: str, state: _Session, name: str, event: dict,

@@ -53,8 +53,12 @@ class Command(BaseCommand):
     def handle(self, *args, workspace: str, upstream: list[str], token: str, studio_url: str,
                fail_open: bool, session: str | None, transport: str, host: str, port: int,
                path: str, studio_timeout: float, **options):
+        # -v 2: a line per call with where its time went (waiting for the session's earlier
+        # events to be stored, the guard, the upstream).
         logging.basicConfig(stream=sys.stderr, level=logging.INFO,
                             format="mcp_gateway %(levelname)s %(message)s")
+        logging.getLogger("studio.mcp_gateway").setLevel(
+            logging.DEBUG if options["verbosity"] >= 2 else logging.INFO)
         if not token:
             raise CommandError("a token of the workspace is needed: --token or STUDIO_TOKEN")
         if not studio_url.startswith(("http://", "https://")):
