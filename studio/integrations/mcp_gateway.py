@@ -554,6 +554,19 @@ class Gateway:
         return self.sentences
 
 
+def gateway_for(studio_url: str, workspace: str, token: str, upstream_specs: Sequence[str], *,
+                timeout: float = 10.0, **options) -> Gateway:
+    """A gateway to the studio at ``studio_url`` for one workspace (its token), in front of the
+    upstreams ``NAME=COMMAND_OR_URL``; ``options`` as for ``Gateway``.  GatewayError when a
+    setting does not fit."""
+    if not token:
+        raise GatewayError("a token of the workspace is needed: --token or STUDIO_TOKEN")
+    if not studio_url.startswith(("http://", "https://")):
+        raise GatewayError(f"--studio-url {studio_url!r} must start with http:// or https://")
+    client = StudioClient(studio_url, workspace, token=token, timeout=timeout)
+    return Gateway(client, upstreams_of(upstream_specs), **options)
+
+
 def rule_sentences(rules: Sequence[Mapping[str, Any]]) -> dict[str, str]:
     """Rule name -> its sentence: the description its author wrote, else the English of its
     approved version."""

@@ -17,8 +17,7 @@ import sys
 import anyio
 from django.core.management.base import BaseCommand, CommandError
 
-from studio.client import StudioClient
-from studio.integrations.mcp_gateway import Gateway, GatewayError, upstreams_of
+from studio.integrations.mcp_gateway import GatewayError, gateway_for
 
 
 class Command(BaseCommand):
@@ -59,14 +58,9 @@ class Command(BaseCommand):
                             format="mcp_gateway %(levelname)s %(message)s")
         logging.getLogger("studio.mcp_gateway").setLevel(
             logging.DEBUG if options["verbosity"] >= 2 else logging.INFO)
-        if not token:
-            raise CommandError("a token of the workspace is needed: --token or STUDIO_TOKEN")
-        if not studio_url.startswith(("http://", "https://")):
-            raise CommandError(f"--studio-url {studio_url!r} must start with http:// or https://")
         try:
-            gateway = Gateway(StudioClient(studio_url, workspace, token=token,
-                                           timeout=studio_timeout),
-                              upstreams_of(upstream), fail_open=fail_open, session=session)
+            gateway = gateway_for(studio_url, workspace, token, upstream,
+                                  timeout=studio_timeout, fail_open=fail_open, session=session)
             if transport == "stdio":
                 anyio.run(gateway.serve_stdio)
             else:
