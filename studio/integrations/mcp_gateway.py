@@ -141,7 +141,8 @@ def upstreams_of(specs: Sequence[str]) -> list[Upstream]:
     return found
 
 
-def tool_table(listed: Sequence[tuple[str, Sequence[types.Tool]]]) -> dict[str, tuple[str, types.Tool]]:
+def tool_table(listed: Sequence[tuple[str, Sequence[types.Tool]]]
+               ) -> dict[str, tuple[str, types.Tool]]:
     """Tool name -> (upstream name, tool); a name two upstreams offer raises GatewayError."""
     table: dict[str, tuple[str, types.Tool]] = {}
     for upstream, tools in listed:

@@ -38,15 +38,15 @@ def text_of(result) -> str:
     return "\n".join(block.text for block in result.content if hasattr(block, "text"))
 
 
-def test_over_stdio_a_violating_call_is_refused_with_the_rules_sentence_and_a_compliant_one_forwarded(
+def test_over_stdio_a_violating_call_is_refused_with_its_sentence_and_a_compliant_one_forwarded(
         live_server, token, set_policy, calls):
     async def scenario():
         async with Client(StdioServerParameters(
                 command=sys.executable, args=upstream_command(calls).split()[1:])) as direct:
             expected = await direct.call_tool("get_balance", {"account": "me"})
             expected_pay = await direct.call_tool("send_money", PAY)
-        async with over_stdio(live_server.url, token, calls,
-                              [f"bank={upstream_command(calls)}"], "--session", "mcp-run-1") as client:
+        async with over_stdio(live_server.url, token, calls, [f"bank={upstream_command(calls)}"],
+                              "--session", "mcp-run-1") as client:
             listed = await client.list_tools()
             assert sorted(t.name for t in listed.tools) == ["echo", "get_balance", "send_money"]
             refused = await client.call_tool("send_money", PAY)
