@@ -222,3 +222,29 @@ def test_two_upstreams_with_distinct_tools_are_listed_together(live_server, toke
     assert len(listed.tools) == 6
     assert not echoed.is_error and text_of(echoed) == "hello"
     assert stored("two-1", 2)[1].data["upstream"] == "other"
+
+
+def test_ask_human_denied_on_the_live_page_is_a_stop_that_names_the_person(
+        live_server, token, set_policy, calls):
+    set_policy({"default_intervention": "ask_human", "human_timeout_seconds": 60})
+
+    def reviewer():
+        Person(live_server.url, "owner", PASSWORD).answer_on_the_live_page(
+            "pay", approve=False, note="not to bob")
+
+    async def scenario():
+        async with over_stdio(live_server.url, token, calls, [f"bank={upstream_command(calls)}"],
+                              "--session", "denied-1") as client:
+            thread = threading.Thread(target=reviewer)
+            thread.start()
+            try:
+                denied = await client.call_tool("send_money", PAY)
+            finally:
+                await anyio.to_thread.run_sync(thread.join, 40)
+            return denied, await client.call_tool("get_balance", {"account": "me"})
+
+    denied, later = anyio.run(scenario)
+    assert denied.is_error
+    assert "A person (owner) denied this call on the Live page: not to bob" in text_of(denied)
+    assert later.is_error and "stopped session denied-1 earlier" in text_of(later)
+    assert calls() == []
