@@ -23,7 +23,8 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
-APP_SERVICES = ["web", "worker", "models-worker", "beat"]  # the studio's (not postgres, redis)
+# The studio's (not postgres, redis); mcp-gateway only runs with `--profile mcp`.
+APP_SERVICES = ["web", "worker", "models-worker", "beat", "mcp-gateway"]
 
 
 def _service(name: str) -> dict:
@@ -251,3 +252,13 @@ def test_a_server_error_under_production_settings_writes_its_traceback_to_stderr
     assert "in fails" in log  # the frame that raised
     # Client errors stay out of the production log.
     assert "/nowhere" not in log, log
+
+
+def test_the_mcp_gateway_reaches_the_studio_over_http_and_runs_only_when_asked():
+    gateway = _service("mcp-gateway")
+    assert gateway["profiles"] == ["mcp"]  # `docker compose up` alone does not start it
+    assert gateway["depends_on"]["web"]["condition"] == "service_healthy"
+    assert _environment(gateway)["STUDIO_URL"] == "http://web:8000"  # a client of the API
+    (argv,) = _steps(gateway["command"])
+    assert argv[argv.index("--transport") + 1] == "http"
+    assert "--token" not in argv  # read from STUDIO_TOKEN: kept out of the process list

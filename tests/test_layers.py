@@ -31,6 +31,9 @@ LAYERS = [
     "studio.risk", "studio.grounding",
     # files for people to open (CSV): neutralises what a spreadsheet would run or hide
     "studio.exports",
+    # adapters of agent stacks (the MCP gateway): real clients of the public API over HTTP
+    # (studio.client), so they import nothing of the studio but the client (checked below)
+    "studio.integrations",
     # the Django apps
     "studio.workspaces", "studio.traces", "studio.rules", "studio.audits", "studio.evidence",
     "studio.live", "studio.guard", "studio.web",
@@ -40,6 +43,8 @@ LAYERS = [
 ROOTS = {"studio.settings", "studio.urls", "studio.asgi", "studio.wsgi", "studio.api.urls",
          "studio.api", "studio.views"}
 APART = {"studio.client"}  # the HTTP client agents install: imports nothing of the studio
+# Rides on the client, and on nothing else of the studio (its calls go over HTTP with a token).
+CLIENT_RIDERS = {"studio.integrations"}
 
 
 def module_name(path: Path) -> str:
@@ -166,6 +171,11 @@ def upward_imports(modules) -> list[str]:
             found = f"{where}:{line} imports {module}"
             if target in ROOTS or target == "worker":
                 upward.append(f"{found} (a composition root)")
+            elif unit in CLIENT_RIDERS and target not in APART:
+                upward.append(f"{found} ({unit} talks to the studio over HTTP only, through "
+                              "studio.client)")
+            elif target in APART and unit in CLIENT_RIDERS:
+                continue
             elif unit in APART or target in APART:
                 upward.append(f"{found} (the client stands apart)")
             elif place[target] > place[unit]:
@@ -247,6 +257,12 @@ def test_the_checks_fail_on_planted_violations():
         "studio.workspaces)",
         "studio/workspaces/planted.py:5 imports studio.live.ingest (studio.live is above "
         "studio.workspaces)"]
+    # An adapter rides on the client alone: the client is allowed, a Django app is not.
+    rider = [("studio/integrations/planted.py", "studio.integrations.planted",
+              "from studio.client import StudioClient\nfrom studio.errors import ServiceError\n")]
+    assert upward_imports(rider) == [
+        "studio/integrations/planted.py:2 imports studio.errors (studio.integrations talks to "
+        "the studio over HTTP only, through studio.client)"]
     assert private_names_used(planted) == [
         "studio/workspaces/planted.py:2 uses studio.guard.services._hidden",
         "studio/workspaces/planted.py:4 imports studio.live.api._private",

@@ -145,6 +145,14 @@ class StudioClient:
         """End the session: every rule gets its end verdict; later events are refused (409)."""
         return self._post(self._session_path(session, "end"), {})
 
+    def rules(self) -> list[dict]:
+        """The workspace's rules (each with its ``name``, ``description`` and versions), for
+        naming a rule in words: ``GET /api/w/{slug}/rules``."""
+        path = "/" + "/".join(urllib.parse.quote(p, safe="")
+                              for p in ("api", "w", self.workspace_slug, "rules"))
+        answer = self._request("GET", path)
+        return answer if isinstance(answer, list) else []
+
     # -----------------------------------------------------------------------------------------
     # HTTP
 
@@ -165,7 +173,7 @@ class StudioClient:
         for attempt in range(self.retries + 1):
             status, headers, answer = self._send(method, url, raw, msg_id, timeout)
             if 200 <= status < 300:
-                return answer if isinstance(answer, dict) else {}
+                return answer if isinstance(answer, (dict, list)) else {}
             wait = retry_after_seconds(headers.get("Retry-After"))
             if (status in RETRY_STATUSES and attempt < self.retries
                     and (wait is None or wait <= self.max_retry_wait)):

@@ -18,7 +18,7 @@ from .standin_openai import FINAL_ANSWER, REFUND_ARGUMENTS
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-PAGE = Path(__file__).resolve().parents[2] / "docs" / "integrations" / "opentelemetry.md"
+PAGE = Path(__file__).resolve().parents[3] / "docs" / "integrations" / "opentelemetry.md"
 
 
 def snippet(name: str) -> str:

@@ -1,0 +1,125 @@
+"""The gateway's parts that need no server: reading --upstream, the tool table, the session a
+call belongs to, and the texts and events it makes."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import mcp_types as types
+import pytest
+
+from studio.client import StudioClient
+from studio.integrations.mcp_gateway import (
+    SESSION_META_KEY, Gateway, GatewayError, parse_upstream, refusal_text, result_event,
+    rule_sentences, tool_table, upstreams_of)
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("bank", "write NAME=COMMAND or NAME=URL"),
+    ("bank=", "write NAME=COMMAND or NAME=URL"),
+    ("=python x.py", "the name '' must be"),
+    ("ba nk=python x.py", "the name 'ba nk' must be"),
+    ("bank=python 'x.py", "cannot be read (No closing quotation)"),
+])
+def test_an_upstream_that_does_not_fit_is_refused_saying_why(spec, message):
+    with pytest.raises(GatewayError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        parse_upstream(spec)
+
+
+def test_upstreams_are_commands_or_urls_and_names_are_unique():
+    bank, docs = upstreams_of(["bank=python 'my bank.py' --fast", "docs=https://x.test/mcp"])
+    assert bank.transport().command == "python"
+    assert bank.transport().args == ["my bank.py", "--fast"]
+    assert docs.is_url and docs.transport() == "https://x.test/mcp"
+    with pytest.raises(GatewayError, match="the name 'a' is given twice"):
+        upstreams_of(["a=x", "a=y"])
+    with pytest.raises(GatewayError, match="at least one --upstream"):
+        upstreams_of([])
+
+
+def tool(name: str) -> types.Tool:
+    return types.Tool(name=name, input_schema={"type": "object"})
+
+
+def test_a_tool_name_two_upstreams_offer_is_refused_naming_both():
+    table = tool_table([("a", [tool("x"), tool("y")]), ("b", [tool("z")])])
+    assert {name: up for name, (up, _) in table.items()} == {"x": "a", "y": "a", "z": "b"}
+    with pytest.raises(GatewayError, match="'y' is offered by both 'a' and 'b'"):
+        tool_table([("a", [tool("x"), tool("y")]), ("b", [tool("y")])])
+
+
+def gateway(session: str | None = None) -> Gateway:
+    return Gateway(StudioClient("http://127.0.0.1:9", "w", token="t"), [], session=session)
+
+
+def call(meta: dict | None = None) -> types.CallToolRequestParams:
+    return types.CallToolRequestParams(name="x", arguments={}, _meta=meta)
+
+
+def request(headers: dict) -> SimpleNamespace:
+    return SimpleNamespace(request=SimpleNamespace(headers=headers))
+
+
+def test_the_session_is_meta_then_header_then_mcp_session_then_the_gateways_own():
+    both = {"studio-session": "from-header", "mcp-session-id": "abc123"}
+    assert gateway("own").session_of(request(both), call({SESSION_META_KEY: "from-meta"})) \
+        == "from-meta"
+    assert gateway("own").session_of(request(both), call()) == "from-header"
+    assert gateway("own").session_of(request({"mcp-session-id": "abc123"}), call()) == "abc123"
+    assert gateway("own").session_of(SimpleNamespace(request=None), call()) == "own"
+    # Nothing names it (a 2026-07-28 HTTP request, no --session): no guess.
+    assert gateway().session_of(request({}), call({SESSION_META_KEY: "  "})) is None
+
+
+ANSWER = {"decision": "inject", "status": "decided",
+          "reason": "this step would violate pay_first: retry with the rules added to the prompt",
+          "inject": "Before your next step, keep these rules:\n- pay_first: pay before shipping",
+          "rules_at_risk": [{"rule": "pay_first", "risk": 1.0, "intervention": "inject",
+                             "requires": "pay before shipping"}]}
+
+
+def test_a_refusal_says_which_rule_in_its_own_words_and_why():
+    text = refusal_text("ship", ANSWER, {"pay_first": "Ship only what was paid for."}, "s-1")
+    assert text.splitlines() == [
+        "The compliance guard did not let the call to ship through: this step would violate "
+        "pay_first: retry with the rules added to the prompt.",
+        '- Rule pay_first ("Ship only what was paid for."), risk 100%; it still requires: pay '
+        "before shipping.",
+        "Before your next step, keep these rules:", "- pay_first: pay before shipping",
+        "Do not repeat this call as it is: choose another step."]
+    stop = refusal_text("ship", {**ANSWER, "decision": "stop", "inject": None}, {}, "s-1")
+    assert stop.endswith("The guard stopped session s-1: every later tool call in it is "
+                         "refused.")
+    assert "Rule pay_first, risk 100%" in stop  # no sentence known: the name alone
+    denied = refusal_text("ship", {**ANSWER, "decision": "stop", "status": "denied",
+                                   "decided_by": "ann", "note": "not today"}, {}, "s-1")
+    assert "A person (ann) denied this call on the Live page: not today" in denied
+
+
+def test_a_rules_sentence_is_its_description_else_its_approved_english():
+    rules = [{"name": "a", "description": "Pay first.", "approved_version": 1,
+              "latest_version": {"number": 1, "english": "formal a"}},
+             {"name": "b", "description": "", "approved_version": 2,
+              "latest_version": {"number": 2, "english": "Always b."}},
+             {"name": "c", "description": "", "approved_version": 1,
+              "latest_version": {"number": 2, "english": "a draft's words"}}]
+    assert rule_sentences(rules) == {"a": "Pay first.", "b": "Always b."}
+
+
+def test_a_results_event_keeps_structured_content_json_text_or_blocks():
+    structured = types.CallToolResult(content=[types.TextContent(text="{}")],
+                                      structured_content={"balance": 5})
+    assert result_event("t", "up", "c1", structured) == {
+        "event_id": "c1-result", "input": {"balance": 5},
+        "data": {"tool_result": "t", "tool_call_id": "c1", "upstream": "up", "is_error": False}}
+    text = types.CallToolResult(content=[types.TextContent(text='{"a": 1}')], is_error=True)
+    assert result_event("t", "up", "c1", text)["input"] == {"a": 1}
+    assert result_event("t", "up", "c1", text)["data"]["is_error"] is True
+    plain = types.CallToolResult(content=[types.TextContent(text="x" * 70_000)])
+    cut = result_event("t", "up", "c1", plain)
+    assert len(cut["input"]) == 64_000 and "70000 characters" in cut["data"]["truncated"]
+    image = types.CallToolResult(content=[types.ImageContent(data="AAAA", mime_type="image/png")])
+    assert result_event("t", "up", "c1", image)["input"] == [
+        {"type": "image", "data": "AAAA", "mimeType": "image/png"}]
+    failed = result_event("t", "up", "c1", None, "MCP error -32602: bad")
+    assert (failed["input"], failed["data"]["is_error"]) == ("MCP error -32602: bad", True)
