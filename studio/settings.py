@@ -353,6 +353,15 @@ GUARD_MODEL_TIME_LIMIT = env_number("GUARD_MODEL_TIME_LIMIT", 10 * 60, minimum=1
 GUARD_MODEL_STALL_SECONDS = env_number("GUARD_MODEL_STALL_SECONDS",
                                        GUARD_MODEL_TIME_LIMIT + 5 * 60, minimum=1)
 GUARD_MODEL_CHECK_SECONDS = env_number("GUARD_MODEL_CHECK_SECONDS", 5.0, float)
+# Without a broker, a model is learned on a background thread of the process that asked for it,
+# never inside the request (GUARD_MODEL_IN_BACKGROUND; false: in the request, as the other tasks
+# run without a broker - the tests' default), GUARD_MODEL_BACKGROUND_DELAY seconds after it was
+# asked for, so that a burst of triggers finds it still queued and coalesces into it.
+GUARD_MODEL_IN_BACKGROUND = env_bool("GUARD_MODEL_IN_BACKGROUND", True)
+GUARD_MODEL_BACKGROUND_DELAY = env_number("GUARD_MODEL_BACKGROUND_DELAY", 2.0, float)
+# Learn again once this many live sessions of a workspace that learned a model before have ended
+# since its newest model was asked for (the end call or the idle sweep; 0: never on that count).
+GUARD_MODEL_RELEARN_SESSIONS = env_number("GUARD_MODEL_RELEARN_SESSIONS", 50)
 # Learning runs on a queue of its own, so that uploads, audits and the sweeper never wait behind
 # it: run a worker for it (docker-compose's models-worker, `-Q models`).  Beside a named
 # CELERY_QUEUE it is "<that name>-models", so studios (and test runs) sharing a Redis keep apart.

@@ -46,6 +46,10 @@ class LearnedRiskModel(models.Model):
     sessions = models.PositiveIntegerField(default=0)
     events = models.PositiveIntegerField(default=0)
     states = models.PositiveIntegerField(default=0)
+    # Of the sessions learned from: how many an agent ran behind the guard (it asked at least
+    # once), and how many proposed steps the guard refused in them (any answer but allow).
+    guarded_sessions = models.PositiveIntegerField(default=0)
+    refused_steps = models.PositiveIntegerField(default=0)
     model = models.JSONField(null=True, blank=True)
     error = models.TextField(blank=True)
     reason = models.CharField(max_length=200, blank=True)   # why it was learned
