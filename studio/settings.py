@@ -342,8 +342,8 @@ WEBHOOK_TOLERANCE_SECONDS = 300
 AUDIT_BATCH_SIZE = env_number("AUDIT_BATCH_SIZE", 200, minimum=1)
 AUDIT_MAX_ATTEMPTS = env_number("AUDIT_MAX_ATTEMPTS", 3, minimum=1)
 # Risk models for the guard (studio.guard.learning, docs/guard-models.md): the newest finished
-# sessions a model is learned from (fewer when tasks run in-process, where learning holds up the
-# request that asked); how long one may learn (then it fails; 10^4 states take seconds); after
+# sessions a model is learned from (fewer when tasks run in-process, where learning takes the web
+# process's time); how long one may learn (then it fails; 10^4 states take seconds); after
 # how long a model still queued or running is taken as lost (its follow-up then starts); how
 # often a server process asks which model is newest.
 GUARD_MODEL_MAX_SESSIONS = env_number(

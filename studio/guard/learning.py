@@ -15,9 +15,9 @@ one never starts a second (docs/guard-models.md):
   inactivity window), newest first, at most ``GUARD_MODEL_MAX_SESSIONS`` - through the record's
   rule versions and the workspace's labeling, learns the model (``studio.risk``) and stores it,
   counting progress every few sessions, and how many of the sessions ran behind the guard and
-  how many proposed steps it refused in them (``GuardDecision``).  Any failure is stored on the record (failed, with the
-  reason); nothing is lost silently.  Finishing, either way, queues the follow-up if one was
-  wanted, in the same transaction.
+  how many proposed steps it refused in them (``GuardDecision``).  Any failure is stored on the
+  record (failed, with the reason); nothing is lost silently.  Finishing, either way, queues the
+  follow-up if one was wanted, in the same transaction.
 
 The task runs at most once (it is not acknowledged late) on its own queue
 (``GUARD_MODEL_QUEUE``), with a time limit (``GUARD_MODEL_TIME_LIMIT``): a worker killed while
