@@ -316,16 +316,17 @@ def decide(policy: Policy, proposed: Assessment, others: Sequence[Assessment] = 
         return Decision(kind, reason, risks, risk_any, predictor, backed, at_risk,
                         policy.horizon, threshold, unbacked=unbacked, **extra)
 
+    guessed = ", ".join(f"{e['rule']} {_percent(e['risk'])}" for e in unbacked)
     if not at_risk:
         unknown = [r for r in rules if risks[r] is None]
         acted_any = max((v for v in acting.values() if v is not None), default=None)
         reason = (f"no rule's risk reaches the threshold of {threshold:.0%} within "
                   f"{policy.horizon} steps (highest: {_percent(acted_any)})")
         if unbacked:
-            names = ", ".join(f"{e['rule']} {_percent(e['risk'])}" for e in unbacked)
-            reason = (f"this step breaks no rule now; the learned model estimated {names} "
+            reason = (f"this step breaks no rule now; the learned model estimated {guessed} "
                       "but has not seen enough of this situation to act on it, so the step "
-                      f"goes ahead (no backed risk reaches the threshold of {threshold:.0%})")
+                      "goes ahead (no risk it can act on reaches the threshold of "
+                      f"{threshold:.0%})")
         if unknown:
             reason += f"; not estimated for {', '.join(unknown)}"
         return make(ALLOW, reason)
@@ -337,6 +338,9 @@ def decide(policy: Policy, proposed: Assessment, others: Sequence[Assessment] = 
     else:
         why = f"the risk of a violation within {policy.horizon} steps reaches the threshold " \
               f"of {threshold:.0%} for {names}"
+    if unbacked:
+        why += (f" (the learned model also estimated {guessed} but has not seen enough of this "
+                "situation to act on it)")
     choice = max((e["intervention"] for e in at_risk), key=INTERVENTIONS.index)
     return _apply(choice, policy, proposed, others, attempt, at_risk, why, make)
 
@@ -362,8 +366,12 @@ def _best_accepted(policy, proposed, others, why, make) -> Decision:
                                 "the session stops here")
     (worst, _), _, index = min(accepted)
     which = "this step" if index is None else f"candidate {index}"
-    told = (f"{which} breaks no rule now and has the lowest risk of the {len(accepted)} "
-            f"candidate(s) that do ({_percent(worst)})")
+    if len(accepted) == 1:
+        told = f"{which} breaks no rule now and is the only candidate that does (risk " \
+               f"{_percent(worst)})"
+    else:
+        told = (f"{which} breaks no rule now and has the lowest risk of the {len(accepted)} "
+                f"candidates that do ({_percent(worst)})")
     if index is None:
         return make(ALLOW, why + f"; {told}, so it goes ahead")
     return make(BEST_OF_N, why + f"; {told}, so it is taken instead", candidate=index)
