@@ -136,7 +136,7 @@ def test_after_the_most_resamples_the_default_takes_the_best_accepted_candidate(
     body = ask(agent, "s6", {"event": SHIP, "attempt": 3,
                              "candidates": [{"event": DELETE}, {"event": LOOK}]}).json()
     assert body["decision"] == "best_of_n" and body["candidate"] == 1
-    assert "candidate 1 breaks no rule now and has the lowest risk" in body["reason"]
+    assert "candidate 1 breaks no rule now and is the only candidate that does" in body["reason"]
     # None of them keeps the rules now: refused, and only then a stop.
     none = ask(agent, "s6", {"event": SHIP, "attempt": 3,
                              "candidates": [{"event": DELETE}]}).json()
