@@ -342,8 +342,8 @@ WEBHOOK_TOLERANCE_SECONDS = 300
 AUDIT_BATCH_SIZE = env_number("AUDIT_BATCH_SIZE", 200, minimum=1)
 AUDIT_MAX_ATTEMPTS = env_number("AUDIT_MAX_ATTEMPTS", 3, minimum=1)
 # Risk models for the guard (studio.guard.learning, docs/guard-models.md): the newest finished
-# sessions a model is learned from (fewer when tasks run in-process, where learning holds up the
-# request that asked); how long one may learn (then it fails; 10^4 states take seconds); after
+# sessions a model is learned from (fewer when tasks run in-process, where learning takes the web
+# process's time); how long one may learn (then it fails; 10^4 states take seconds); after
 # how long a model still queued or running is taken as lost (its follow-up then starts); how
 # often a server process asks which model is newest.
 GUARD_MODEL_MAX_SESSIONS = env_number(
@@ -357,6 +357,15 @@ GUARD_MODEL_CHECK_SECONDS = env_number("GUARD_MODEL_CHECK_SECONDS", 5.0, float)
 # merged into a coarser one; past this many states the rarest ones with predicates are merged.
 GUARD_MODEL_MIN_STATE_VISITS = env_number("GUARD_MODEL_MIN_STATE_VISITS", 5, minimum=1)
 GUARD_MODEL_MAX_STATES = env_number("GUARD_MODEL_MAX_STATES", 100_000, minimum=1)
+# Without a broker, a model is learned on a background thread of the process that asked for it,
+# never inside the request (GUARD_MODEL_IN_BACKGROUND; false: in the request, as the other tasks
+# run without a broker - the tests' default), GUARD_MODEL_BACKGROUND_DELAY seconds after it was
+# asked for, so that a burst of triggers finds it still queued and coalesces into it.
+GUARD_MODEL_IN_BACKGROUND = env_bool("GUARD_MODEL_IN_BACKGROUND", True)
+GUARD_MODEL_BACKGROUND_DELAY = env_number("GUARD_MODEL_BACKGROUND_DELAY", 2.0, float)
+# Learn again once this many live sessions of a workspace that learned a model before have ended
+# since its newest model was asked for (the end call or the idle sweep; 0: never on that count).
+GUARD_MODEL_RELEARN_SESSIONS = env_number("GUARD_MODEL_RELEARN_SESSIONS", 50)
 # Learning runs on a queue of its own, so that uploads, audits and the sweeper never wait behind
 # it: run a worker for it (docker-compose's models-worker, `-Q models`).  Beside a named
 # CELERY_QUEUE it is "<that name>-models", so studios (and test runs) sharing a Redis keep apart.

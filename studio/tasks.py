@@ -7,21 +7,29 @@ Celery app is made here, so a web process has the configured app without loading
 
 With no broker configured (CELERY_TASK_ALWAYS_EAGER: development and tests) a task sent by name
 would never run, so there the task is looked up in the app's registry and run in-process, as
-``.delay()`` would.
+``.delay()`` would - in the caller's thread, or, for a task sent with ``background=<delay>``, on a
+background thread of this process that runs such tasks one at a time, each ``delay`` seconds
+after it was sent (``Background``): the request that sent it answers without waiting for it.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import queue
+import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from celery import Celery
-from django.db import transaction
+from django.db import connections, transaction
 from kombu.exceptions import OperationalError as BrokerUnavailable
 
 # Celery's Django support is switched on when the app is made, from this variable.
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "studio.settings")
+
+log = logging.getLogger(__name__)
 
 app = Celery("studio")
 # Every Celery setting lives in Django settings as CELERY_<NAME>, next to what it depends on.
@@ -47,7 +55,9 @@ def enqueue(name: str, *args, unavailable: Callable[[BrokerUnavailable], None],
     outside one, or with ``after_commit=False``).  ``unavailable`` is called with the error when
     the broker cannot be reached: each caller says what an outage means for its work (the
     sweeper picks it up later, or the request fails).  ``options`` go to Celery
-    (``soft_time_limit``, ``time_limit``, ...); ``queue`` overrides settings' routes."""
+    (``soft_time_limit``, ``time_limit``, ...); ``queue`` overrides settings' routes.
+    ``background`` (seconds, or None): without a broker, run the task on the background thread
+    that many seconds later rather than in the caller's thread (ignored with a broker)."""
     enqueue_each(name, [args], unavailable=unavailable, queue=queue, after_commit=after_commit,
                  **options)
 
@@ -84,10 +94,64 @@ class Sending:
 
 
 def _send(name: str, args: tuple, options: dict) -> None:
+    options = dict(options)
+    delay = options.pop("background", None)
     if app.conf.task_always_eager:
-        # send_task bypasses eager mode: run the registered task in-process, as .delay() does.
-        if name not in app.tasks:
-            app.loader.import_default_modules()  # the worker's task modules, named above
-        app.tasks[name].apply_async(args, **options)
+        if delay is not None:
+            BACKGROUND.submit(name, args, options, delay)
+            return
+        _run_here(name, args, options)
     else:
         app.send_task(name, args, **options)
+
+
+def _run_here(name: str, args: tuple, options: dict) -> None:
+    # send_task bypasses eager mode: run the registered task in-process, as .delay() does.
+    if name not in app.tasks:
+        app.loader.import_default_modules()  # the worker's task modules, named above
+    app.tasks[name].apply_async(args, **options)
+
+
+class Background:
+    """Tasks run without a broker off the request path: one daemon thread per process, started
+    with the first task, runs them in the order sent, each once its delay has passed.  A task's
+    error is logged (the task stores what it means for its work); the thread's database
+    connection is closed after each task."""
+
+    def __init__(self):
+        self._queue: queue.Queue = queue.Queue()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def submit(self, name: str, args: tuple, options: dict, delay: float) -> None:
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="studio-background",
+                                                daemon=True)
+                self._thread.start()
+        self._queue.put((time.monotonic() + max(float(delay), 0.0), name, args, options))
+
+    def _run(self) -> None:
+        while True:
+            due, name, args, options = self._queue.get()
+            try:
+                time.sleep(max(due - time.monotonic(), 0.0))
+                _run_here(name, args, options)
+            except Exception:  # noqa: BLE001 - the thread goes on with the next task
+                log.exception("background task %s%r failed", name, args)
+            finally:
+                connections.close_all()
+                self._queue.task_done()
+
+    def idle(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for every task sent so far to finish (tests, a clean
+        shutdown); whether they did."""
+        deadline = time.monotonic() + timeout
+        while self._queue.unfinished_tasks:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.02)
+        return True
+
+
+BACKGROUND = Background()

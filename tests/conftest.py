@@ -91,3 +91,12 @@ def fast_flush():
         patch.setattr(DatabaseOperations, "sql_flush", delete_every_row)
         yield
 
+
+
+@pytest.fixture(autouse=True, scope="session")
+def models_learned_in_the_request():
+    # Without a broker the studio learns risk models on a background thread after the response
+    # (studio.tasks.Background); tests learn them in the request, where they can look at the
+    # result.  tests/guard/test_background_learning.py tests the background path itself.
+    with override_settings(GUARD_MODEL_IN_BACKGROUND=False):
+        yield

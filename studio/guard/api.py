@@ -42,6 +42,11 @@ class RuleAtRisk(Schema):
     requires: str = Field(description="what the rule still requires, in words")
 
 
+class Unbacked(Schema):
+    rule: str
+    risk: float
+
+
 class GuardOut(Schema):
     decision_id: str
     decision: str = Field(description="allow, resample, best_of_n, inject, switch, ask_human "
@@ -66,6 +71,11 @@ class GuardOut(Schema):
     max_resamples: int = Field(description="resamples (or re-prompts) of one step before the "
                                            "policy's fallback")
     learned_model: bool = Field(description="a learned risk model of the live rules was used")
+    unbacked: list[Unbacked] = Field(
+        default_factory=list,
+        description="rules whose learned risk reached the threshold but is not backed by the "
+                    "PAC bound, so it was reported and not acted on (unless the policy's "
+                    "act_on_unbacked is true)")
 
 
 _GUARD_BODY = {
@@ -170,8 +180,37 @@ def _finish_wait(started: _Waiting):
 # Staff: policies and the decisions waiting for a person
 
 
+class PolicyFields(Schema):
+    """A guard policy as the API answers it (every field; docs/guard.md)."""
+
+    threshold: float = Field(description="intervene from this risk (0 to 1)")
+    horizon: int = Field(description="steps the risk covers, the proposed one included "
+                                     "(1 to 100)")
+    interventions: dict[str, str] = Field(description="per rule name: resample, best_of_n, "
+                                                      "inject, switch, ask_human or stop")
+    default_intervention: str = Field(description="for the rules not named in interventions")
+    max_resamples: int = Field(description="new tries of one step before the fallback (0-20)")
+    fallback: str = Field(description="after max_resamples: best_accepted (the default: the "
+                                      "least risky candidate the exact check accepts; stop "
+                                      "only when none is), switch, ask_human, stop or allow")
+    safer_model: str = Field(description="the model switch hands steps to")
+    human_timeout_seconds: int = Field(description="how long a person has to answer")
+    human_default: str = Field(description="allow or stop, when nobody answers in time")
+    guarded_risk: bool = Field(description="read the learned risk of the agent behind this "
+                                           "guard, its violating steps refused (default true)")
+    act_on_unbacked: bool = Field(description="act on learned risks the PAC bound does not "
+                                              "back (default false: reported, not acted on)")
+
+
+class PolicyOut(Schema):
+    rule_set: int
+    policy: PolicyFields
+
+
 class PolicyIn(Schema):
-    policy: dict[str, Any]
+    policy: dict[str, Any] = Field(description="the fields of PolicyFields; a missing one "
+                                               "takes its default, an unknown or unfit one is "
+                                               "refused naming it (422)")
 
 
 def _ruleset(workspace, rule_set_id: int) -> RuleSet:
@@ -182,7 +221,7 @@ def _ruleset(workspace, rule_set_id: int) -> RuleSet:
     return found
 
 
-@router.get("w/{slug}/rule-sets/{rule_set_id}/guard-policy",
+@router.get("w/{slug}/rule-sets/{rule_set_id}/guard-policy", response=PolicyOut,
             summary="The rule set's guard policy (defaults where unset)")
 def get_policy(request, slug: str, rule_set_id: Id):
     workspace = workspace_for(request, slug)
@@ -190,7 +229,7 @@ def get_policy(request, slug: str, rule_set_id: Id):
     return {"rule_set": ruleset.pk, "policy": services.policy_of(ruleset).to_json()}
 
 
-@router.put("w/{slug}/rule-sets/{rule_set_id}/guard-policy",
+@router.put("w/{slug}/rule-sets/{rule_set_id}/guard-policy", response=PolicyOut,
             summary="Replace the rule set's guard policy; a field that does not fit is named")
 def put_policy(request, slug: str, rule_set_id: Id, body: PolicyIn):
     workspace = workspace_for(request, slug, Role.AUTHOR)

@@ -11,11 +11,13 @@ one never starts a second (docs/guard-models.md):
   follow-up); else it makes a queued record and enqueues the Celery task after the commit.
 - ``learn_model`` is the task's body: it claims the record (queued -> running by a conditional
   UPDATE, so a duplicate delivery does nothing), replays the workspace's stored sessions -
-  finished ones, newest first, at most ``GUARD_MODEL_MAX_SESSIONS`` - through the record's rule
-  versions and the workspace's labeling, learns the model (``studio.risk``) and stores it,
-  counting progress every few sessions.  Any failure is stored on the record (failed, with the
-  reason); nothing is lost silently.  Finishing, either way, queues the follow-up if one was
-  wanted, in the same transaction.
+  finished ones (``finished_sessions``: uploaded, ended, or live and idle past the workspace's
+  inactivity window), newest first, at most ``GUARD_MODEL_MAX_SESSIONS`` - through the record's
+  rule versions and the workspace's labeling, learns the model (``studio.risk``) and stores it,
+  counting progress every few sessions, and how many of the sessions ran behind the guard and
+  how many proposed steps it refused in them (``GuardDecision``).  Any failure is stored on the
+  record (failed, with the reason); nothing is lost silently.  Finishing, either way, queues the
+  follow-up if one was wanted, in the same transaction.
 
 The task runs at most once (it is not acknowledged late) on its own queue
 (``GUARD_MODEL_QUEUE``), with a time limit (``GUARD_MODEL_TIME_LIMIT``): a worker killed while
@@ -27,7 +29,12 @@ Either is taken as failed (the reason says so) once it is older than
 The live rules changing (a rule set marked live or not, its rules changed, a version approved, a
 rule renamed or deleted), or the labelers, asks for a model again after the commit, for
 workspaces that have learned one before (``connect_relearning``, called from the app's
-``ready``).
+``ready``); so does the end of the ``GUARD_MODEL_RELEARN_SESSIONS``-th live session ended since
+the newest model was asked for (``relearn_after_sessions``).
+
+Without a broker the task runs on a background thread of the process, a moment after it was
+asked for (``studio.tasks.Background``, ``GUARD_MODEL_BACKGROUND_DELAY``), never inside the
+request that asked; the record coalesces what is asked meanwhile as it does with a worker.
 
 ``current_model`` is what the guard asks on every request: a dictionary lookup once the model is
 loaded, with the "which model is newest" query made at most once per
@@ -54,6 +61,7 @@ from studio.caching import LruCache
 from studio.errors import ServiceError
 from studio.labeling.llm import LLMError
 from studio.live.context import MONITOR_LOCK, context_for, live_versions
+from studio.live.ending import session_ended
 from studio.live.events import SOURCE_LIVE
 from studio.risk.abstraction import Abstraction
 from studio.risk.guard import Policy, combine
@@ -70,7 +78,7 @@ from studio.workspaces.models import Workspace
 from studio.workspaces.services import record
 
 from .drawing import RiskPoint
-from .models import LearnedRiskModel, ModelPredicates, ModelStatus
+from .models import GuardDecision, LearnedRiskModel, ModelPredicates, ModelStatus
 
 log = logging.getLogger(__name__)
 
@@ -241,9 +249,13 @@ def _enqueue(record_id: int) -> None:
                   "once it is back")
 
     limit = settings.GUARD_MODEL_TIME_LIMIT
+    # Without a broker, off the request path: on the process's background thread, a moment
+    # later (a burst of triggers meanwhile finds this record queued and coalesces into it).
+    background = (settings.GUARD_MODEL_BACKGROUND_DELAY if settings.GUARD_MODEL_IN_BACKGROUND
+                  else None)
     # Past the soft limit the task stops and stores why; the hard one ends its process.
     tasks.enqueue(tasks.LEARN_RISK_MODEL, record_id, unavailable=unavailable,
-                  soft_time_limit=limit, time_limit=limit + 30)
+                  soft_time_limit=limit, time_limit=limit + 30, background=background)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -281,7 +293,9 @@ def learn_model(record_id: int, phases: dict[str, float] | None = None) -> str:
     with _phase(phases, "storing the model"):
         stored = _finish(row, status=ModelStatus.READY, finished_at=timezone.now(), model=data,
                          sessions=used["sessions"], events=used["events"],
-                         states=len(model.states), progress_done=used["sessions"], **found)
+                         states=len(model.states), progress_done=used["sessions"],
+                         guarded_sessions=used["guarded_sessions"],
+                         refused_steps=used["refused_steps"], **found)
     log.info("risk model %s: %d states from %d sessions; %s", record_id, len(model.states),
              used["sessions"], ", ".join(f"{k} {v:.2f} s" for k, v in phases.items()))
     if not stored:
@@ -404,15 +418,15 @@ def _learn(row: LearnedRiskModel, phases: dict[str, float]
         # The guard asks the model for the steps after the one proposed (services._assess).
         horizon = max(1, policy.horizon - 1)
         proposals = ProposalData(horizon, PROPOSAL_MAX_STEPS)
-        # Finished sessions only: an open live session's end is not known yet.
-        ids = list(TraceSession.objects.filter(workspace=workspace, steps__gt=0)
-                   .exclude(source=SOURCE_LIVE, ended_at__isnull=True)
+        ids = list(finished_sessions(workspace).filter(steps__gt=0)
                    .order_by("-id").values_list("id", flat=True)[:max_sessions()])
         LearnedRiskModel.objects.filter(pk=row.pk).update(progress_total=len(ids))
     traces = Traces(abstraction)
     done = events = 0
+    marks = {"guarded_sessions": 0, "refused_steps": 0}
     label = labeling.label
     for start in range(0, len(ids), SESSION_CHUNK):
+        _count_decisions(workspace, ids[start:start + SESSION_CHUNK], marks)
         rows = session_events(ids[start:start + SESSION_CHUNK])
         if labeling.batched_labelers:
             rows = answered_in_groups(rows, labeling, None)
@@ -446,7 +460,40 @@ def _learn(row: LearnedRiskModel, phases: dict[str, float]
         proposed = propose(proposals, exclude=predicates, skip_atoms=abstraction.readable)
     found = {"predicates": [p.to_json() for p in predicates], "quality": quality.to_json(),
              "proposals": [p.to_json() for p in proposed]}
-    return model, {"sessions": done, "events": events}, found
+    return model, {"sessions": done, "events": events, **marks}, found
+
+
+def finished_sessions(workspace: Workspace, now=None) -> models.QuerySet:
+    """The sessions a model learns from: every one but the live sessions still open - except
+    those idle past the workspace's ``live_inactivity_minutes``, which the idle sweep would end
+    (their events are all there; without beat, as on the embedded default, no sweep ends them).
+    An open live session that is still active is left out: its end is not known yet."""
+    sessions = TraceSession.objects.filter(workspace=workspace)
+    still_open = models.Q(source=SOURCE_LIVE, ended_at__isnull=True)
+    minutes = workspace.live_inactivity_minutes
+    if minutes > 0:
+        cutoff = (now or timezone.now()) - timedelta(minutes=minutes)
+        idle = (models.Q(last_event_at__lt=cutoff)
+                | models.Q(last_event_at__isnull=True, created_at__lt=cutoff))
+        still_open &= ~idle
+    return sessions.exclude(still_open)
+
+
+def _count_decisions(workspace: Workspace, ids: list[int], marks: dict) -> None:
+    """Add to ``marks`` how many of the sessions ``ids`` an agent ran behind the guard and how
+    many of its proposals the guard refused there (every answer but allow, as it stands now: a
+    person's approval is an allow)."""
+    external = list(TraceSession.objects.filter(pk__in=ids, source=SOURCE_LIVE)
+                    .values_list("external_id", flat=True))
+    if not external:
+        return
+    decisions = (GuardDecision.objects.filter(workspace=workspace, session__in=external)
+                 .values_list("session", "decision"))
+    guarded = set()
+    for session, decision in decisions:
+        guarded.add(session)
+        marks["refused_steps"] += decision != "allow"
+    marks["guarded_sessions"] += len(guarded)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -565,6 +612,47 @@ def relearn_if_rules_changed(workspace_id: int, labelers: bool = False
         return None
 
 
+SESSIONS_ENDED = "live sessions ended since the last model"
+
+
+def relearn_after_sessions(workspace_id: int) -> LearnedRiskModel | None:
+    """After a live session ended: for a workspace that has learned a model before, ask for
+    one again (``again``: the same rules, more sessions) once ``GUARD_MODEL_RELEARN_SESSIONS``
+    live sessions have ended since its newest model was asked for.  Nothing while that model is
+    still queued (it will read them) or runs with a follow-up already asked for."""
+    every = settings.GUARD_MODEL_RELEARN_SESSIONS
+    if every <= 0:
+        return None
+    newest = (LearnedRiskModel.objects.filter(workspace_id=workspace_id).order_by("-id")
+              .values("created_at", "status", "follow_up").first())
+    if newest is None or newest["status"] == ModelStatus.QUEUED:
+        return None
+    if newest["status"] == ModelStatus.RUNNING and (newest["follow_up"] or {}).get("again"):
+        return None
+    ended = TraceSession.objects.filter(workspace_id=workspace_id, source=SOURCE_LIVE,
+                                        ended_at__gte=newest["created_at"]).count()
+    if ended < every:
+        return None
+    workspace = Workspace.objects.filter(pk=workspace_id).first()
+    if workspace is None:
+        return None
+    try:
+        return request_model(workspace, None, SESSIONS_ENDED, again=True)
+    except NothingToLearn:
+        return None
+
+
+def _session_ended(sender, workspace_id: int, **kwargs) -> None:
+    def run():
+        try:
+            relearn_after_sessions(workspace_id)
+        except Exception:  # noqa: BLE001 - the session stays ended; the page offers learning
+            log.exception("asking for a risk model after sessions ended in workspace %s",
+                          workspace_id)
+
+    transaction.on_commit(run)
+
+
 def _after_commit(workspace_id: int | None = None, labelers: bool = False,
                   rule_id: int | None = None) -> None:
     """Look once the transaction has committed (nothing is read here: a signal handler must not
@@ -630,6 +718,7 @@ def connect_relearning() -> None:
                         dispatch_uid="guard-learn-ruleset-rules")
     post_save.connect(_labeler_changed, sender=Labeler, dispatch_uid="guard-learn-labeler")
     post_delete.connect(_labeler_changed, sender=Labeler, dispatch_uid="guard-learn-del-labeler")
+    session_ended.connect(_session_ended, dispatch_uid="guard-learn-sessions-ended")
 
 
 # ---------------------------------------------------------------------------------------------

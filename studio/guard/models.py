@@ -59,6 +59,10 @@ class LearnedRiskModel(models.Model):
     sessions = models.PositiveIntegerField(default=0)
     events = models.PositiveIntegerField(default=0)
     states = models.PositiveIntegerField(default=0)
+    # Of the sessions learned from: how many an agent ran behind the guard (it asked at least
+    # once), and how many proposed steps the guard refused in them (any answer but allow).
+    guarded_sessions = models.PositiveIntegerField(default=0)
+    refused_steps = models.PositiveIntegerField(default=0)
     model = models.JSONField(null=True, blank=True)
     # The domain predicates it was learned with; its alarms' precision and recall on held-out
     # sessions (``studio.risk.predictor.AlarmQuality``); the predicates proposed from its

@@ -16,8 +16,8 @@ from django.views.decorators.http import require_http_methods
 
 from studio.errors import PermissionDenied as ServicePermissionDenied
 from studio.errors import ServiceError
-from studio.risk.guard import (ALLOW, ASK_HUMAN, BEST_OF_N, HUMAN_DEFAULTS, INJECT, INTERVENTIONS,
-                               RESAMPLE, STOP, SWITCH, Policy)
+from studio.risk.guard import (ALLOW, ASK_HUMAN, BEST_ACCEPTED, BEST_OF_N, HUMAN_DEFAULTS, INJECT,
+                               INTERVENTIONS, RESAMPLE, STOP, SWITCH, Policy)
 from studio.rules.models import RuleSet
 from studio.workspaces.access import actor, workspace_page
 from studio.workspaces.models import Role
@@ -25,7 +25,8 @@ from studio.workspaces.models import Role
 from . import services
 
 POLICY_EDITORS = frozenset({Role.AUTHOR, Role.ADMIN})
-FALLBACKS = (SWITCH, ASK_HUMAN, STOP, ALLOW)
+# The form lists the default first.
+FALLBACKS = (BEST_ACCEPTED, SWITCH, ASK_HUMAN, STOP, ALLOW)
 
 # What each decision does, as a compliance officer would say it (the API's name in brackets).
 DECISION_WORDS = {
@@ -36,6 +37,8 @@ DECISION_WORDS = {
     ASK_HUMAN: "ask a person to approve or deny (ask a person)",
     STOP: "stop the agent (stop)",
     ALLOW: "let the step go ahead (allow)",
+    BEST_ACCEPTED: "take the least risky of the proposals that break no rule now; stop only "
+                   "if every one does (best accepted)",
 }
 
 _WHOLE = re.compile(r"[+-]?\d+")
@@ -67,7 +70,8 @@ def _form_of(policy: Policy, rules: list[str]) -> dict:
             "max_resamples": str(policy.max_resamples), "fallback": policy.fallback,
             "safer_model": policy.safer_model,
             "human_timeout_seconds": str(policy.human_timeout_seconds),
-            "human_default": policy.human_default, "guarded_risk": policy.guarded_risk}
+            "human_default": policy.human_default, "guarded_risk": policy.guarded_risk,
+            "act_on_unbacked": policy.act_on_unbacked}
 
 
 def _posted_form(post, rules: list[str]) -> dict:
@@ -79,7 +83,8 @@ def _posted_form(post, rules: list[str]) -> dict:
             "safer_model": post.get("safer_model", ""),
             "human_timeout_seconds": post.get("human_timeout_seconds", ""),
             "human_default": post.get("human_default", ""),
-            "guarded_risk": post.get("guarded_risk") == "on"}
+            "guarded_risk": post.get("guarded_risk") == "on",
+            "act_on_unbacked": post.get("act_on_unbacked") == "on"}
 
 
 def _policy_data(form: dict) -> dict:
@@ -92,7 +97,8 @@ def _policy_data(form: dict) -> dict:
             "max_resamples": _whole(form["max_resamples"]), "fallback": form["fallback"],
             "safer_model": form["safer_model"],
             "human_timeout_seconds": _whole(form["human_timeout_seconds"]),
-            "human_default": form["human_default"], "guarded_risk": form["guarded_risk"]}
+            "human_default": form["human_default"], "guarded_risk": form["guarded_risk"],
+            "act_on_unbacked": form["act_on_unbacked"]}
 
 
 def _choices(values) -> list[tuple[str, str]]:

@@ -295,6 +295,7 @@ def _poll_path(workspace: Workspace, session: str, decision_id: str) -> str:
 
 def _answer_of(row: GuardDecision) -> dict:
     answer = dict(row.answer)
+    answer.setdefault("unbacked", [])   # decisions stored before the field existed
     answer.update({"decision_id": row.decision_id, "status": row.status,
                    "decision": row.decision})
     if row.status != DecisionStatus.PENDING and row.answer.get("decision") == ASK_HUMAN:

@@ -1,11 +1,14 @@
 """Ending live sessions: by their agent (``end_session``) or, idle past their workspace's
-``live_inactivity_minutes``, by beat's sweeper (``end_idle_sessions``)."""
+``live_inactivity_minutes``, by beat's sweeper (``end_idle_sessions``).  Either way
+``session_ended`` is sent, inside the transaction that ends it (a receiver that acts defers to
+the commit): the guard counts ended sessions to learn its risk model again."""
 
 from __future__ import annotations
 
 from datetime import datetime
 
 from django.db import models, transaction
+from django.dispatch import Signal
 from django.utils import timezone
 
 from studio.errors import ServiceError
@@ -20,6 +23,10 @@ from .errors import LabelerUnavailable, labelers_answer
 from .events import SOURCE_LIVE, checked_session_id
 from .reading import current_rules
 from .snapshots import bring_up_to_date, rules_now, snapshot_of, take_live, violation_counts
+
+# Sent once per session ended, with ``workspace_id``, ``session_id`` (the row's id),
+# ``external_id`` and ``reason``.
+session_ended = Signal()
 
 
 def end_session(workspace: Workspace, session_external_id: str, actor=None, *,
@@ -70,6 +77,8 @@ def end_session(workspace: Workspace, session_external_id: str, actor=None, *,
         record(workspace, actor, LogAction.LIVE_SESSION_ENDED, session,
                session=session.external_id, reason=reason, steps=session.steps,
                verdicts={r["rule"]: r["verdict"] for r in rules})
+        session_ended.send(sender=TraceSession, workspace_id=workspace.pk, session_id=session.pk,
+                           external_id=session.external_id, reason=reason)
     return {"session": session.external_id, "steps": session.steps,
             "ended_at": session.ended_at, "already_ended": False, "rules": rules}
 

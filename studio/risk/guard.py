@@ -9,9 +9,18 @@ a one-sentence reason.  Pure Python: the service reads the session and the model
 
 Which risk decides: the exact check is certain, so a candidate that violates now is never
 allowed; otherwise the larger of the sampled and the learned risk (the cautious reading when both
-exist).  A risk nobody could estimate (the model never saw the state and no samples came) is not
-treated as safe or unsafe: the answer says so and the decision rests on the predictors that did
-answer.
+exist) - but a learned risk acts only when its PAC bound backs it (or the policy opts in with
+``act_on_unbacked``).  An unbacked estimate is still reported (its risk, ``backed`` false, and the
+reason says it was not acted on), so with the default policy a step the exact check accepts is
+allowed unless the samples or a backed estimate reach the threshold: the guard is never stricter
+than the exact check on a guess.  A risk nobody could estimate (the model never saw the state and
+no samples came) is not treated as safe or unsafe: the answer says so and the decision rests on
+the predictors that did answer.
+
+After ``max_resamples`` the default fallback (``best_accepted``) takes the least risky candidate
+the exact check accepts, the proposed one or one of the request's others; only when none is
+accepted is the step refused, with ``stop`` (every candidate would break a rule now).  So under
+the default policy a ``stop`` only ever answers a step that violates now.
 """
 
 from __future__ import annotations
@@ -27,10 +36,14 @@ INJECT = "inject"
 SWITCH = "switch"
 ASK_HUMAN = "ask_human"
 STOP = "stop"
+# Fallback only: the least risky candidate the exact check accepts (allow or best_of_n).
+BEST_ACCEPTED = "best_accepted"
 
 # Mildest first: when rules at risk ask for different interventions, the strictest one wins.
 INTERVENTIONS = (RESAMPLE, BEST_OF_N, INJECT, SWITCH, ASK_HUMAN, STOP)
 DECISIONS = (ALLOW, *INTERVENTIONS)
+# What may follow max_resamples, mildest first (``combine`` keeps the strictest).
+FALLBACKS = (ALLOW, BEST_ACCEPTED, SWITCH, ASK_HUMAN, STOP)
 # What a pending human decision becomes when nobody answers in time.
 HUMAN_DEFAULTS = (ALLOW, STOP)
 
@@ -57,20 +70,29 @@ class PolicyError(ValueError):
 class Policy:
     """How a rule set is guarded.  ``interventions`` maps a rule name to what to do when that
     rule is at risk (``default_intervention`` for the others); after ``max_resamples`` resamples
-    or injections of one step, ``fallback`` is used instead."""
+    or injections of one step, ``fallback`` is used instead.
+
+    Stored policies are read with ``from_json``: a field missing from the stored JSON takes
+    today's default (so a policy saved before ``act_on_unbacked`` existed does not act on
+    unbacked estimates, and one saved before ``guarded_risk`` existed reads the guarded risk);
+    a field the JSON states keeps its value (an explicit ``"guarded_risk": false`` stays
+    false)."""
 
     threshold: float = 0.5
     horizon: int = 5
     interventions: Mapping[str, str] = field(default_factory=dict)
     default_intervention: str = RESAMPLE
     max_resamples: int = 3
-    fallback: str = STOP
+    fallback: str = BEST_ACCEPTED
     safer_model: str = ""
     human_timeout_seconds: int = 300
     human_default: str = STOP
-    # The learned risk of the agent as it was learned (False: paper 004's reading), or of the
-    # agent behind this guard, whose violating steps are refused (``RiskModel.guarded_chain``).
-    guarded_risk: bool = False
+    # The learned risk of the agent behind this guard, whose violating steps are refused
+    # (``RiskModel.guarded_chain``; the guard API always runs the exact check in front of the
+    # model), or (False: paper 004's reading) of the agent as it was learned.
+    guarded_risk: bool = True
+    # Act on a learned risk whose PAC bound does not back it (False: report it, do not act).
+    act_on_unbacked: bool = False
 
     def intervention_for(self, rule: str) -> str:
         return self.interventions.get(rule, self.default_intervention)
@@ -82,7 +104,8 @@ class Policy:
                 "max_resamples": self.max_resamples, "fallback": self.fallback,
                 "safer_model": self.safer_model,
                 "human_timeout_seconds": self.human_timeout_seconds,
-                "human_default": self.human_default, "guarded_risk": self.guarded_risk}
+                "human_default": self.human_default, "guarded_risk": self.guarded_risk,
+                "act_on_unbacked": self.act_on_unbacked}
 
     @classmethod
     def from_json(cls, data: Any, rules: Iterable[str] | None = None) -> Policy:
@@ -120,8 +143,7 @@ class Policy:
             interventions[rule] = _choice(choice, where, INTERVENTIONS)
         max_resamples = _whole(data.get("max_resamples", default.max_resamples),
                                "max_resamples", 0, MAX_RESAMPLES)
-        fallback = _choice(data.get("fallback", default.fallback), "fallback",
-                           (SWITCH, ASK_HUMAN, STOP, ALLOW))
+        fallback = _choice(data.get("fallback", default.fallback), "fallback", FALLBACKS)
         safer_model = data.get("safer_model", default.safer_model)
         if not isinstance(safer_model, str) or len(safer_model) > 200:
             raise PolicyError("safer_model is the name of a model, at most 200 characters",
@@ -134,11 +156,18 @@ class Policy:
                          "human_timeout_seconds", 1, MAX_HUMAN_WAIT_SECONDS)
         human_default = _choice(data.get("human_default", default.human_default),
                                 "human_default", HUMAN_DEFAULTS)
-        guarded_risk = data.get("guarded_risk", default.guarded_risk)
-        if not isinstance(guarded_risk, bool):
-            raise PolicyError("guarded_risk must be true or false", "guarded_risk")
+        guarded_risk = _flag(data.get("guarded_risk", default.guarded_risk), "guarded_risk")
+        act_on_unbacked = _flag(data.get("act_on_unbacked", default.act_on_unbacked),
+                                "act_on_unbacked")
         return cls(threshold, horizon, interventions, default_intervention, max_resamples,
-                   fallback, safer_model.strip(), timeout, human_default, guarded_risk)
+                   fallback, safer_model.strip(), timeout, human_default, guarded_risk,
+                   act_on_unbacked)
+
+
+def _flag(value: Any, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise PolicyError(f"{name} must be true or false", name)
+    return value
 
 
 def _number(value: Any, name: str) -> float:
@@ -176,24 +205,32 @@ class Assessment:
     learned_backed: bool = False
     samples: int = 0
 
-    def risk(self, rule: str) -> tuple[float | None, str]:
-        """The risk that decides for ``rule`` and the predictor it came from."""
+    @property
+    def accepted(self) -> bool:
+        """The exact check accepts it: it violates no rule now."""
+        return not any(self.violates_now.values())
+
+    def risk(self, rule: str, act_on_unbacked: bool = True) -> tuple[float | None, str]:
+        """The risk that decides for ``rule`` and the predictor it came from.  With
+        ``act_on_unbacked`` False a learned risk counts only when it is backed (the reading a
+        decision acts on; the default reads every estimate, as the answer reports them)."""
         if self.violates_now.get(rule):
             return 1.0, EXACT
+        learned = self.learned if act_on_unbacked or self.learned_backed else None
         best: tuple[float | None, str] = (None, EXACT)
-        for found, predictor in ((self.sampled, SAMPLING), (self.learned, DTMC)):
+        for found, predictor in ((self.sampled, SAMPLING), (learned, DTMC)):
             value = found.get(rule) if found is not None else None
             if value is not None and (best[0] is None or value > best[0]):
                 best = (float(value), predictor)
-        if best[0] is None and self.sampled is None and self.learned is None:
-            return 0.0, EXACT   # only the exact check ran, and it found nothing
+        if best[0] is None and self.sampled is None and learned is None:
+            return 0.0, EXACT   # only the exact check ran (or acts), and it found nothing
         return best
 
-    def risks(self) -> dict[str, float | None]:
-        return {rule: self.risk(rule)[0] for rule in self.violates_now}
+    def risks(self, act_on_unbacked: bool = True) -> dict[str, float | None]:
+        return {rule: self.risk(rule, act_on_unbacked)[0] for rule in self.violates_now}
 
-    def worst(self) -> float:
-        values = [v for v in self.risks().values() if v is not None]
+    def worst(self, act_on_unbacked: bool = True) -> float:
+        values = [v for v in self.risks(act_on_unbacked).values() if v is not None]
         return max(values, default=0.0)
 
 
@@ -211,13 +248,15 @@ class Decision:
     candidate: int | None = None     # best_of_n: index into the request's other candidates
     inject: str | None = None
     model: str | None = None
+    # Learned risks at or over the threshold that were not acted on (not backed): [{rule, risk}]
+    unbacked: list[dict] = field(default_factory=list)
 
     def to_json(self) -> dict:
         return {"decision": self.decision, "reason": self.reason, "risk": self.risk,
                 "risk_any": self.risk_any, "predictor": self.predictor, "backed": self.backed,
                 "rules_at_risk": self.at_risk, "horizon": self.horizon,
                 "threshold": self.threshold, "candidate": self.candidate,
-                "inject": self.inject, "model": self.model}
+                "inject": self.inject, "model": self.model, "unbacked": self.unbacked}
 
 
 def _percent(value: float | None) -> str:
@@ -233,33 +272,41 @@ def inject_text(at_risk: Sequence[Mapping]) -> str:
     return "\n".join(lines)
 
 
+def _reaches(value: float | None, threshold: float) -> bool:
+    return value is not None and value >= threshold and not (threshold == 0.0 and value == 0.0)
+
+
 def decide(policy: Policy, proposed: Assessment, others: Sequence[Assessment] = (),
            attempt: int = 0,
            requires: Mapping[str, str] | Callable[[str], str] | None = None) -> Decision:
-    """The decision for the proposed candidate.  ``others``: other sampled candidates (for
-    best_of_n), ``attempt``: how many times this step was already resampled or re-prompted,
-    ``requires``: what a rule still requires in English (for inject and the reasons), a
-    mapping or a function asked only for the rules at risk."""
+    """The decision for the proposed candidate.  ``others``: the request's other candidates
+    (for best_of_n and the best_accepted fallback), ``attempt``: how many times this step was
+    already resampled or re-prompted, ``requires``: what a rule still requires in English (for
+    inject and the reasons), a mapping or a function asked only for the rules at risk."""
     if requires is None:
         requires = {}
     if isinstance(requires, Mapping):
         mapping = requires
         requires = lambda rule: mapping.get(rule, "")  # noqa: E731
     threshold = policy.threshold
+    act = policy.act_on_unbacked
     rules = list(proposed.violates_now)
-    risks = proposed.risks()
-    decided_by = {rule: proposed.risk(rule)[1] for rule in rules}
-    at_risk = [{"rule": rule, "risk": risks[rule], "intervention": policy.intervention_for(rule),
+    risks = proposed.risks()              # reported: every estimate, backed or not
+    acting = proposed.risks(act)          # acted on
+    decided_by = {rule: proposed.risk(rule, act)[1] for rule in rules}
+    at_risk = [{"rule": rule, "risk": acting[rule], "intervention": policy.intervention_for(rule),
                 "requires": requires(rule)}
-               for rule in rules if risks[rule] is not None and risks[rule] >= threshold
-               and not (threshold == 0.0 and risks[rule] == 0.0)]
+               for rule in rules if _reaches(acting[rule], threshold)]
+    unbacked = [{"rule": rule, "risk": risks[rule]} for rule in rules
+                if _reaches(risks[rule], threshold) and not _reaches(acting[rule], threshold)]
     known = [v for v in risks.values() if v is not None]
     risk_any = max(known) if known else None
     if at_risk:
         top = max(at_risk, key=lambda e: e["risk"])
         predictor = decided_by[top["rule"]]
     else:
-        predictor = max((decided_by[r] for r in rules if risks[r] is not None),
+        # What set the reported numbers: the learned model when it answered (backed or not).
+        predictor = max((proposed.risk(r)[1] for r in rules if risks[r] is not None),
                         key=PREDICTORS.index, default=EXACT)
     # A learned number is backed when the model says so; exact and sampled numbers need no PAC
     # bound (the first is certain, the second is the agent's own samples).
@@ -267,12 +314,19 @@ def decide(policy: Policy, proposed: Assessment, others: Sequence[Assessment] = 
 
     def make(kind: str, reason: str, **extra) -> Decision:
         return Decision(kind, reason, risks, risk_any, predictor, backed, at_risk,
-                        policy.horizon, threshold, **extra)
+                        policy.horizon, threshold, unbacked=unbacked, **extra)
 
+    guessed = ", ".join(f"{e['rule']} {_percent(e['risk'])}" for e in unbacked)
     if not at_risk:
         unknown = [r for r in rules if risks[r] is None]
+        acted_any = max((v for v in acting.values() if v is not None), default=None)
         reason = (f"no rule's risk reaches the threshold of {threshold:.0%} within "
-                  f"{policy.horizon} steps (highest: {_percent(risk_any)})")
+                  f"{policy.horizon} steps (highest: {_percent(acted_any)})")
+        if unbacked:
+            reason = (f"this step breaks no rule now; the learned model estimated {guessed} "
+                      "but has not seen enough of this situation to act on it, so the step "
+                      "goes ahead (no risk it can act on reaches the threshold of "
+                      f"{threshold:.0%})")
         if unknown:
             reason += f"; not estimated for {', '.join(unknown)}"
         return make(ALLOW, reason)
@@ -284,21 +338,59 @@ def decide(policy: Policy, proposed: Assessment, others: Sequence[Assessment] = 
     else:
         why = f"the risk of a violation within {policy.horizon} steps reaches the threshold " \
               f"of {threshold:.0%} for {names}"
+    if unbacked:
+        why += (f" (the learned model also estimated {guessed} but has not seen enough of this "
+                "situation to act on it)")
     choice = max((e["intervention"] for e in at_risk), key=INTERVENTIONS.index)
-    return _apply(choice, policy, others, attempt, at_risk, why, make)
+    return _apply(choice, policy, proposed, others, attempt, at_risk, why, make)
 
 
-def _apply(choice, policy, others, attempt, at_risk, why, make) -> Decision:
+def _ranking(candidate: Assessment, act: bool) -> tuple[float, int]:
+    """How risky a candidate the exact check accepts is, for the fallback: its worst acted-on
+    risk, then how many rules nobody could estimate for it."""
+    acting = candidate.risks(act)
+    return (max((v for v in acting.values() if v is not None), default=0.0),
+            sum(v is None for v in acting.values()))
+
+
+def _best_accepted(policy, proposed, others, why, make) -> Decision:
+    """The least risky candidate the exact check accepts (the proposed one first on a tie);
+    ``stop`` when there is none: every candidate would break a rule now."""
+    act = policy.act_on_unbacked
+    pool = [(None, proposed), *enumerate(others)]
+    accepted = [(_ranking(a, act), order, index)
+                for order, (index, a) in enumerate(pool) if a.accepted]
+    count = len(pool)
+    if not accepted:
+        return make(STOP, why + f"; none of the {count} candidate(s) keeps every rule now: "
+                                "the session stops here")
+    (worst, _), _, index = min(accepted)
+    which = "this step" if index is None else f"candidate {index}"
+    if len(accepted) == 1:
+        told = f"{which} breaks no rule now and is the only candidate that does (risk " \
+               f"{_percent(worst)})"
+    else:
+        told = (f"{which} breaks no rule now and has the lowest risk of the {len(accepted)} "
+                f"candidates that do ({_percent(worst)})")
+    if index is None:
+        return make(ALLOW, why + f"; {told}, so it goes ahead")
+    return make(BEST_OF_N, why + f"; {told}, so it is taken instead", candidate=index)
+
+
+def _apply(choice, policy, proposed, others, attempt, at_risk, why, make) -> Decision:
     threshold = policy.threshold
+    act = policy.act_on_unbacked
     if choice in (RESAMPLE, BEST_OF_N, INJECT) and attempt >= policy.max_resamples:
         fallback = policy.fallback
         why += f"; {attempt} resample(s) already tried, the policy's limit"
         if fallback == ALLOW:
             return make(ALLOW, why + ", so the policy lets it through")
+        if fallback == BEST_ACCEPTED:
+            return _best_accepted(policy, proposed, others, why, make)
         choice = fallback
     if choice == BEST_OF_N:
-        safe = [(other.worst(), i) for i, other in enumerate(others)
-                if not any(other.violates_now.values()) and other.worst() < threshold]
+        safe = [(other.worst(act), i) for i, other in enumerate(others)
+                if other.accepted and not _reaches(other.worst(act), threshold)]
         if safe:
             _, index = min(safe)
             return make(BEST_OF_N, why + f"; candidate {index} stays below the threshold",
@@ -321,7 +413,8 @@ def _apply(choice, policy, others, attempt, at_risk, why, make) -> Decision:
 def combine(parts: Sequence[tuple[Policy, Iterable[str]]]) -> Policy:
     """One policy for several live rule sets (each policy with its rules' names): the lowest
     threshold, the longest horizon, per rule the strictest intervention any of its sets asks
-    for, the fewest resamples, the strictest fallback and human default, the shortest wait."""
+    for, the fewest resamples, the strictest fallback (``FALLBACKS``, mildest first) and human
+    default, the shortest wait, and acting on unbacked estimates when any set does."""
     if not parts:
         return Policy()
     if len(parts) == 1:
@@ -334,7 +427,6 @@ def combine(parts: Sequence[tuple[Policy, Iterable[str]]]) -> Policy:
             if theirs is None or INTERVENTIONS.index(mine) > INTERVENTIONS.index(theirs):
                 interventions[rule] = mine
     policies = [p for p, _ in parts]
-    fallbacks = (ALLOW, SWITCH, ASK_HUMAN, STOP)
     return Policy(
         threshold=min(p.threshold for p in policies),
         horizon=max(p.horizon for p in policies),
@@ -342,9 +434,10 @@ def combine(parts: Sequence[tuple[Policy, Iterable[str]]]) -> Policy:
         default_intervention=max((p.default_intervention for p in policies),
                                  key=INTERVENTIONS.index),
         max_resamples=min(p.max_resamples for p in policies),
-        fallback=max((p.fallback for p in policies), key=fallbacks.index),
+        fallback=max((p.fallback for p in policies), key=FALLBACKS.index),
         safer_model=next((p.safer_model for p in policies if p.safer_model), ""),
         human_timeout_seconds=min(p.human_timeout_seconds for p in policies),
         human_default=STOP if any(p.human_default == STOP for p in policies) else ALLOW,
         # The agent's own risk is the cautious reading: guarded only when every set says so.
-        guarded_risk=all(p.guarded_risk for p in policies))
+        guarded_risk=all(p.guarded_risk for p in policies),
+        act_on_unbacked=any(p.act_on_unbacked for p in policies))

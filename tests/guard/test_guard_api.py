@@ -129,6 +129,20 @@ def test_inject_says_what_the_rules_at_risk_still_require(agent, staff, workspac
     assert "call to pay" in body["inject"] and "tool_call:" not in body["inject"]
 
 
+def test_after_the_most_resamples_the_default_takes_the_best_accepted_candidate(
+        agent, staff, workspace, ruleset):
+    agent.post("s6", [LOOK])
+    assert ask(agent, "s6", {"event": SHIP, "attempt": 2}).json()["decision"] == "resample"
+    body = ask(agent, "s6", {"event": SHIP, "attempt": 3,
+                             "candidates": [{"event": DELETE}, {"event": LOOK}]}).json()
+    assert body["decision"] == "best_of_n" and body["candidate"] == 1
+    assert "candidate 1 breaks no rule now and is the only candidate that does" in body["reason"]
+    # None of them keeps the rules now: refused, and only then a stop.
+    none = ask(agent, "s6", {"event": SHIP, "attempt": 3,
+                             "candidates": [{"event": DELETE}]}).json()
+    assert none["decision"] == "stop" and "none of the 2 candidate(s)" in none["reason"]
+
+
 def test_after_the_most_resamples_the_policy_falls_back(agent, staff, workspace, ruleset):
     set_policy(staff, workspace, ruleset, {"max_resamples": 1, "fallback": "switch",
                                            "safer_model": "careful-1"})
@@ -284,6 +298,11 @@ def test_the_learned_model_predicts_a_violation_before_the_step_that_makes_it(
     assert made.status == "ready", made.error
     learning.clear_caches()
     agent.post("live-1", [PAY])
+    ruleset = RuleSet.objects.create(workspace=workspace, name="all", live=True)
+    ruleset.rules.set(workspace.rules.all())
+    # Read as paper 004 does (the agent as learned) and acting on every estimate: the guard
+    # intervenes before the deletion, saying the DTMC decided.
+    guard_services.set_policy(ruleset, {"guarded_risk": False, "act_on_unbacked": True}, owner)
     body = ask(agent, "live-1", {"event": console}).json()
     assert body["learned_model"] is True
     assert body["predictor"] == "dtmc"
@@ -293,12 +312,20 @@ def test_the_learned_model_predicts_a_violation_before_the_step_that_makes_it(
     # Proposing the harmless step instead: the learned risk stays low.
     calm = ask(agent, "live-1", {"event": LOOK}).json()
     assert calm["decision"] == "allow"
-    # Read as the risk of an agent behind this guard (which refuses the deletion at its own
-    # step), opening the console no longer risks no_delete (the refused mass goes to the other
-    # steps, which end sessions without the end_turn the rule "ends" asks for).
-    ruleset = RuleSet.objects.create(workspace=workspace, name="all", live=True)
-    ruleset.rules.set(workspace.rules.all())
-    guard_services.set_policy(ruleset, {"guarded_risk": True}, owner)
+    # Not acting on unbacked estimates (the default): the same number is reported, with the
+    # reason it was not acted on, and the step - which breaks no rule now - goes ahead.
+    guard_services.set_policy(ruleset, {"guarded_risk": False}, owner)
+    reported = ask(agent, "live-1", {"event": console}).json()
+    assert reported["decision"] == "allow" and reported["backed"] is False
+    assert reported["risk"]["no_delete"] == body["risk"]["no_delete"]
+    assert {e["rule"] for e in reported["unbacked"]} == {e["rule"] for e in body["rules_at_risk"]}
+    assert all(e["risk"] == reported["risk"][e["rule"]] for e in reported["unbacked"])
+    assert "no_delete" in {e["rule"] for e in reported["unbacked"]}
+    assert "has not seen enough of this situation to act on it" in reported["reason"]
+    # Read as the risk of an agent behind this guard (the default: it refuses the deletion at
+    # its own step), opening the console no longer risks no_delete (the refused mass goes to
+    # the other steps, which end sessions without the end_turn the rule "ends" asks for).
+    guard_services.set_policy(ruleset, {}, owner)
     behind = ask(agent, "live-1", {"event": console}).json()
     assert behind["risk"]["no_delete"] < 0.05, behind
     assert "no_delete" not in [r["rule"] for r in behind["rules_at_risk"]]

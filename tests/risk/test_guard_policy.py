@@ -4,9 +4,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from studio.risk.guard import (ALLOW, ASK_HUMAN, BEST_OF_N, DTMC, EXACT, INJECT, INTERVENTIONS,
-                               RESAMPLE, SAMPLING, STOP, SWITCH, Assessment, Policy, PolicyError,
-                               decide)
+from studio.risk.guard import (ALLOW, ASK_HUMAN, BEST_ACCEPTED, BEST_OF_N, DTMC, EXACT, INJECT,
+                               INTERVENTIONS, RESAMPLE, SAMPLING, STOP, SWITCH, Assessment,
+                               Policy, PolicyError, combine, decide)
 
 RULES = ["no_early_pay", "approval"]
 
@@ -156,3 +156,175 @@ def test_allowed_exactly_when_no_known_risk_reaches_the_threshold(threshold, lea
     assert (decision.decision == ALLOW) == (not at_risk)
     if at_risk and choice != BEST_OF_N:
         assert decision.decision == choice
+
+
+# ---------------------------------------------------------------------------------------------
+# The defaults (issue 27, item 1): never stricter than the exact check on a guess
+
+
+def test_the_defaults_read_the_guarded_risk_fall_back_to_the_best_accepted_candidate():
+    policy = Policy()
+    assert policy.guarded_risk is True and policy.act_on_unbacked is False
+    assert policy.fallback == BEST_ACCEPTED
+    assert Policy.from_json({}) == policy
+
+
+def test_a_stored_policy_keeps_what_it_states_and_takes_todays_defaults_for_the_rest():
+    old = {"threshold": 0.5, "horizon": 5, "interventions": {}, "default_intervention": "resample",
+           "max_resamples": 3, "fallback": "stop", "safer_model": "",
+           "human_timeout_seconds": 300, "human_default": "stop", "guarded_risk": False}
+    policy = Policy.from_json(old, RULES)
+    assert policy.guarded_risk is False and policy.fallback == STOP
+    assert policy.act_on_unbacked is False
+    older = {k: v for k, v in old.items() if k != "guarded_risk"}
+    assert Policy.from_json(older, RULES).guarded_risk is True
+
+
+@pytest.mark.parametrize("value", ["yes", 1, None])
+def test_act_on_unbacked_is_true_or_false(value):
+    with pytest.raises(PolicyError) as caught:
+        Policy.from_json({"act_on_unbacked": value}, RULES)
+    assert caught.value.field == "act_on_unbacked"
+
+
+def test_an_unbacked_estimate_is_reported_not_acted_on():
+    decision = decide(Policy(threshold=0.3),
+                      assessment(learned={"approval": 0.4, "no_early_pay": 0.0}, backed=False))
+    assert decision.decision == ALLOW
+    assert decision.risk["approval"] == 0.4 and not decision.backed
+    assert decision.predictor == DTMC
+    assert decision.unbacked == [{"rule": "approval", "risk": 0.4}]
+    assert "estimated approval 40% but has not seen enough of this situation to act on it" \
+        in decision.reason
+    opted_in = decide(Policy(threshold=0.3, act_on_unbacked=True),
+                      assessment(learned={"approval": 0.4, "no_early_pay": 0.0}, backed=False))
+    assert opted_in.decision == RESAMPLE and opted_in.unbacked == []
+    backed = decide(Policy(threshold=0.3),
+                    assessment(learned={"approval": 0.4, "no_early_pay": 0.0}, backed=True))
+    assert backed.decision == RESAMPLE and backed.backed
+
+
+def test_samples_act_even_when_the_model_is_unbacked():
+    decision = decide(Policy(threshold=0.5),
+                      assessment(sampled={"approval": 0.6, "no_early_pay": 0.0},
+                                 learned={"approval": 0.9, "no_early_pay": 0.0}, backed=False))
+    assert decision.decision == RESAMPLE and decision.predictor == SAMPLING
+    assert decision.at_risk[0]["risk"] == 0.6
+    assert decision.risk["approval"] == 0.9   # reported: the cautious reading
+
+
+def test_the_fallback_takes_the_least_risky_accepted_candidate():
+    policy = Policy(threshold=0.3, max_resamples=1)
+    risky = assessment(learned={"approval": 0.8, "no_early_pay": 0.0})
+    others = [assessment(now=["approval"]),
+              assessment(learned={"approval": 0.5, "no_early_pay": 0.0}),
+              assessment(learned={"approval": 0.35, "no_early_pay": 0.1})]
+    assert decide(policy, risky, others, attempt=0).decision == RESAMPLE
+    last = decide(policy, risky, others, attempt=1)
+    assert last.decision == BEST_OF_N and last.candidate == 2
+    assert "candidate 2 breaks no rule now and has the lowest risk" in last.reason
+    # The proposed step is the least risky one: it goes ahead.
+    alone = decide(policy, risky, others[:1], attempt=1)
+    assert alone.decision == ALLOW and "this step breaks no rule now" in alone.reason
+
+
+def test_the_fallback_stops_only_when_every_candidate_violates_now():
+    policy = Policy(threshold=0.3, max_resamples=2)
+    bad = assessment(now=["approval"])
+    assert decide(policy, bad, [bad], attempt=1).decision == RESAMPLE
+    last = decide(policy, bad, [bad, assessment(now=["no_early_pay"])], attempt=2)
+    assert last.decision == STOP and "none of the 3 candidate(s)" in last.reason
+    rescued = decide(policy, bad, [bad, assessment()], attempt=2)
+    assert rescued.decision == BEST_OF_N and rescued.candidate == 1
+
+
+def test_combine_keeps_the_strictest_fallback_and_acts_on_unbacked_when_any_set_does():
+    lenient = Policy(fallback=ALLOW)
+    default = Policy()
+    careful = Policy(fallback=ASK_HUMAN, act_on_unbacked=True, guarded_risk=False)
+    assert combine([(lenient, ["a"]), (default, ["b"])]).fallback == BEST_ACCEPTED
+    both = combine([(default, ["a"]), (careful, ["b"])])
+    assert both.fallback == ASK_HUMAN and both.act_on_unbacked and not both.guarded_risk
+    assert not combine([(default, ["a"]), (lenient, ["b"])]).act_on_unbacked
+    assert combine([(default, ["a"]), (default, ["b"])]).guarded_risk
+
+
+# Property tests against an oracle written from the issue's words.
+
+def assessments(rules=RULES):
+    risk = st.one_of(st.none(), st.floats(0, 1))
+    return st.builds(
+        lambda now, sampled, learned, backed: Assessment(
+            {r: r in now for r in rules}, sampled, learned, backed),
+        st.sets(st.sampled_from(rules)),
+        st.one_of(st.none(), st.fixed_dictionaries({r: st.floats(0, 1) for r in rules})),
+        st.one_of(st.none(), st.fixed_dictionaries({r: risk for r in rules})),
+        st.booleans())
+
+
+def actionable(a: Assessment, rule: str) -> list[float]:
+    """The numbers a default policy may act on for ``rule``: samples, and backed estimates."""
+    found = []
+    if a.sampled is not None and a.sampled.get(rule) is not None:
+        found.append(a.sampled[rule])
+    if a.learned_backed and a.learned is not None and a.learned.get(rule) is not None:
+        found.append(a.learned[rule])
+    return found
+
+
+@given(threshold=st.floats(0.01, 1), proposed=assessments(), others=st.lists(assessments(),
+       max_size=4), attempt=st.integers(0, 6), resamples=st.integers(0, 5))
+def test_default_policy_never_worse_than_the_exact_check(threshold, proposed, others, attempt,
+                                                        resamples):
+    policy = Policy(threshold=threshold, max_resamples=resamples)
+    decision = decide(policy, proposed, others, attempt)
+    accepted = not any(proposed.violates_now.values())
+    over = any(v >= threshold for r in RULES for v in actionable(proposed, r))
+    # Accepted by the exact check and no sample or backed estimate at the threshold: allowed.
+    if accepted and not over:
+        assert decision.decision == ALLOW
+    # A stop only for a step that violates now.
+    if decision.decision == STOP:
+        assert not accepted
+    # Nothing the exact check rejects goes ahead.
+    if decision.decision == ALLOW:
+        assert accepted
+    if decision.decision == BEST_OF_N:
+        assert not any(others[decision.candidate].violates_now.values())
+    # Only resample, or after the limit allow / best_of_n / stop.
+    assert decision.decision in (ALLOW, RESAMPLE, BEST_OF_N, STOP)
+    if decision.decision == RESAMPLE:
+        assert attempt < resamples
+
+
+@given(proposed=assessments(), others=st.lists(assessments(), max_size=4),
+       threshold=st.floats(0.01, 1), act=st.booleans())
+def test_the_fallback_picks_an_accepted_candidate_of_least_risk(proposed, others, threshold, act):
+    policy = Policy(threshold=threshold, max_resamples=0, act_on_unbacked=act)
+    decision = decide(policy, proposed, others)
+    pool = [proposed, *others]
+
+    def acted(a: Assessment) -> float:
+        """The worst risk a decision may act on (unknown counts as 0)."""
+        worst = 0.0
+        for rule in RULES:
+            if a.violates_now[rule]:
+                return 1.0
+            if a.sampled is not None:
+                worst = max(worst, a.sampled[rule])
+            if a.learned is not None and a.learned[rule] is not None and (
+                    act or a.learned_backed):
+                worst = max(worst, a.learned[rule])
+        return worst
+
+    if not decision.at_risk:
+        assert decision.decision == ALLOW
+        return
+    accepted = [a for a in pool if not any(a.violates_now.values())]
+    if not accepted:
+        assert decision.decision == STOP
+        return
+    chosen = proposed if decision.decision == ALLOW else others[decision.candidate]
+    assert decision.decision in (ALLOW, BEST_OF_N)
+    assert not any(chosen.violates_now.values())
+    assert acted(chosen) == min(acted(a) for a in accepted)

@@ -132,6 +132,26 @@ def test_predictors_run_in_the_loop_and_record_risks():
     assert again.to_json() == guarded.to_json()   # seeded: the same episode twice
 
 
+def test_the_default_policy_runs_in_the_loop_and_never_lets_a_drop_through():
+    """An agent that drops the carrot unless it happens to look: the default policy (its
+    unbacked DTMC estimates reported, not acted on) resamples the drops and lets the looks go
+    ahead; the papers' conditions keep acting on every estimate and stopping."""
+    game = FakeGame(admissible=["drop carrot", "look"])
+    agent = WalkthroughAgent(1.0)
+    s = setup(max_resamples=10, max_steps=6)   # 11 drops in a row: 1 chance in 2,048
+    s.model, _ = learn_model(game, ["g"], agent, s, episodes=10, seed=3)
+    default = Condition("default policy, DTMC", DTMC, default_policy=True)
+    assert default.policy(3).fallback == "best_accepted"
+    assert not default.policy(3).act_on_unbacked
+    for seed in range(5):
+        played = run_episode(game, "g", agent, default, s, seed=seed)
+        assert not played.stopped
+        assert not any(rule == "no_drop" for rule, _, _ in played.violations)
+        assert played.steps == 6
+    papers = Condition("exact", EXACT, RESAMPLE)
+    assert papers.policy(3).act_on_unbacked and papers.policy(3).fallback == STOP
+
+
 def episode(risks, violations):
     return Episode(len(risks), False, False, False, False, 0, 0, violations, [],
                    {DTMC: risks})

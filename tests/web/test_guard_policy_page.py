@@ -46,6 +46,10 @@ def test_members_read_it_in_words_outsiders_get_404(world, ruleset):
     assert page.status_code == 200
     assert "within the next <strong>5 steps</strong>" in html and "50% or more" in html
     assert "refund-cap: ask the agent for another step (resample)" in html
+    # The defaults: unbacked estimates reported, not acted on; the best accepted proposal.
+    assert "shown in the decision but <strong>not acted on</strong>" in html
+    assert "falls back to: take the least risky of the proposals that break no rule now" in html
+    assert "for the agent behind this guard" in html
     assert 'id="backed-words"' in html and "PAC" in html
     assert "<form method=\"post\" class=\"narrow policy-form\"" not in html
     assert _as(world, "oscar").get(_url(ruleset)).status_code == 404
@@ -68,7 +72,8 @@ def test_an_author_saves_it_and_the_log_records_it(world, ruleset):
     assert (policy.threshold, policy.horizon, policy.default_intervention) == (0.3, 8, "inject")
     assert dict(policy.interventions) == {"refund-cap": "stop"}   # rules sorted: notify first
     assert (policy.max_resamples, policy.fallback, policy.human_timeout_seconds,
-            policy.human_default, policy.guarded_risk) == (2, "ask_human", 600, "allow", False)
+            policy.human_default, policy.guarded_risk, policy.act_on_unbacked) == (
+        2, "ask_human", 600, "allow", False, False)
     entry = AuditLogEntry.objects.get(action=LogAction.GUARD_POLICY_SET)
     assert entry.actor == world.alice and entry.details["ruleset"] == "payments"
     html = alice.get(_url(ruleset)).content.decode()
@@ -84,8 +89,8 @@ def test_the_services_error_is_shown_beside_its_field_with_the_input_kept(world,
              ("horizon", "0", "horizon must lie between 1 and 100, not 0"),
              ("horizon", "2.5", "horizon must be a whole number"),
              ("human_timeout_seconds", "", "human_timeout_seconds must be a whole number"),
-             ("fallback", "explode", "fallback must be one of switch, ask_human, stop, allow, "
-                                     "not &#x27;explode&#x27;")]
+             ("fallback", "explode", "fallback must be one of allow, best_accepted, switch, "
+                                     "ask_human, stop, not &#x27;explode&#x27;")]
     for field, value, message in cases:
         answer = ann.post(_url(ruleset), _form(**{field: value}))
         html = answer.content.decode()
@@ -104,9 +109,13 @@ def test_the_services_error_is_shown_beside_its_field_with_the_input_kept(world,
 
 def test_the_page_and_the_api_agree(world, ruleset):
     _as(world, "ann").post(_url(ruleset), _form(guarded_risk="on", safer_model="small-safe",
-                                                 fallback="switch"))
+                                                 fallback="switch", act_on_unbacked="on"))
     answer = Api(user=world.ann).get(f"w/acme/rule-sets/{ruleset.id}/guard-policy").json()
     assert answer["policy"]["guarded_risk"] is True
+    assert answer["policy"]["act_on_unbacked"] is True
+    html = _as(world, "ann").get(_url(ruleset)).content.decode()
+    assert "is <strong>acted on</strong> like any other" in html
+    assert '<input type="checkbox" name="act_on_unbacked" checked>' in html
     assert answer["policy"]["fallback"] == "switch"
     assert answer["policy"]["safer_model"] == "small-safe"
 
