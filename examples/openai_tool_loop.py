@@ -180,6 +180,7 @@ def run(session: GuardedSession, llm, *, task: str = TASK, model: str = DEFAULT_
 
     for _ in range(max_turns):
         sampled: list = []  # the choices of the latest proposal
+        refused: list = []  # the first choice of each earlier proposal of this step, newest first
 
         def propose(hint: str | None, switch_to: str | None):
             prompt = list(messages)
@@ -189,6 +190,8 @@ def run(session: GuardedSession, llm, *, task: str = TASK, model: str = DEFAULT_
             completion = llm.chat.completions.create(
                 model=switch_to or model, messages=prompt, tools=TOOLS,
                 parallel_tool_calls=False, **extra)
+            if sampled:
+                refused.insert(0, sampled[0])
             sampled[:] = completion.choices
             events = [as_event(choice) for choice in completion.choices]
             return Proposal(events[0], candidates=events[1:] or None)
@@ -203,7 +206,10 @@ def run(session: GuardedSession, llm, *, task: str = TASK, model: str = DEFAULT_
             for earlier in step.answers[:-1]:
                 log(f"guard: {earlier.get('decision')} - {earlier.get('reason')}")
             log(f"guard: {step.answer.get('decision')} - {step.answer.get('reason')}")
-            choice = sampled[0 if step.candidate is None else step.candidate + 1]
+            # The guard may pick one of the latest proposal's other samples or, once the
+            # policy's resamples are spent, an earlier proposal (the client sends both).
+            choices = [*sampled, *refused]
+            choice = choices[0 if step.candidate is None else step.candidate + 1]
             event, changes = step.event, step.changes
             steps.append(step)
         else:

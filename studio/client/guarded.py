@@ -13,7 +13,9 @@ tool call, say).  The guard answers with a decision, which the session applies:
 - ``stop``: ``GuardStopped`` is raised with the guard's reason; nothing is taken.
 
 Each new proposal sends ``attempt`` (how many were made before it in this step), so the guard's
-policy can escalate; the client also gives up (GuardStopped) after ``max_proposals``.  The event
+policy can escalate, and sends the step's earlier proposals as candidates after its own, so that
+once the policy's resamples are spent the guard can take the least risky proposal the exact check
+accepts (``best_accepted``); the client also gives up (GuardStopped) after ``max_proposals``.  The event
 taken is then posted to the events route - the guard stores nothing - and ``step`` returns it
 with the verdict changes.  Each guard question has a decision id made of the step's uuid and the
 attempt, and the stored event gets the step's uuid as its event id (unless it has one), so a
@@ -32,6 +34,7 @@ from .errors import DecisionPending, GuardStopped, StudioError
 
 DECISIONS = ("allow", "resample", "best_of_n", "inject", "switch", "ask_human", "stop")
 PROPOSE_AGAIN = ("resample", "inject", "switch")
+MAX_CANDIDATES = 32   # the most candidates one guard question may carry
 
 
 @dataclass
@@ -75,7 +78,7 @@ class StepResult:
     """A step taken: the event stored, where it came from, and what the studio said."""
 
     event: dict               # as stored (with its event_id)
-    candidate: int | None     # None: the proposal's own event; else the candidate's index
+    candidate: int | None     # None: the proposal's own event; else its index in ``sent``
     proposal: Proposal        # the proposal the event was taken from
     answer: dict              # the guard answer that let it through
     answers: list[dict]       # every guard answer of the step, in order
@@ -83,6 +86,7 @@ class StepResult:
     hint: str | None = None   # the last hint proposed with (inject)
     model: str | None = None  # the model proposed with (switch)
     attempts: int = 0         # proposals made before the one that was taken
+    sent: list[dict] | None = None  # the candidates asked about: the proposal's, then earlier ones
 
     @property
     def changes(self) -> list[dict]:
@@ -117,19 +121,22 @@ class GuardedSession:
         hint: str | None = None
         model: str | None = None
         answers: list[dict] = []
+        earlier: list[dict] = []   # this step's refused proposals, newest first
         for attempt in range(self.max_proposals):
             proposal = Proposal.of(propose(hint, model))
+            sent = (list(proposal.candidates or ()) + earlier)[:MAX_CANDIDATES]
             answer = self.client.guard(self.session, proposal.event, proposal.continuation,
-                                       proposal.candidates, decision_id=f"{step_id}-{attempt}",
+                                       sent or None, decision_id=f"{step_id}-{attempt}",
                                        attempt=attempt)
             answers.append(answer)
             answer = self._settled(answer, answers)
             decision = answer.get("decision")
             if decision == "allow":
-                return self._take(step_id, proposal, None, answer, answers, hint, model, attempt)
+                return self._take(step_id, proposal, sent, None, answer, answers, hint, model,
+                                  attempt)
             if decision == "best_of_n":
-                index = _candidate_index(answer, proposal)
-                return self._take(step_id, proposal, index, answer, answers, hint, model,
+                index = _candidate_index(answer, sent)
+                return self._take(step_id, proposal, sent, index, answer, answers, hint, model,
                                   attempt)
             if decision == "stop":
                 raise GuardStopped(answer.get("reason") or "the guard stopped this step",
@@ -141,6 +148,10 @@ class GuardedSession:
             elif decision != "resample":
                 # An answer this client does not know is not a permission.
                 raise GuardStopped(f"unknown guard decision {decision!r}", answer, answers)
+            refused = {"event": proposal.event}
+            if proposal.continuation:
+                refused["continuation"] = proposal.continuation
+            earlier.insert(0, refused)
         last = answers[-1]
         raise GuardStopped(f"the guard asked for another proposal {self.max_proposals} times "
                            f"(last: {last.get('decision')}, {last.get('reason') or 'no reason'})"
@@ -173,21 +184,21 @@ class GuardedSession:
                                answers)
         return answer
 
-    def _take(self, step_id: str, proposal: Proposal, index: int | None, answer: dict,
-              answers: list[dict], hint: str | None, model: str | None,
+    def _take(self, step_id: str, proposal: Proposal, sent: list[dict], index: int | None,
+              answer: dict, answers: list[dict], hint: str | None, model: str | None,
               attempt: int) -> StepResult:
-        chosen = proposal.event if index is None else proposal.candidates[index]["event"]
+        chosen = proposal.event if index is None else sent[index]["event"]
         event = dict(chosen)
         if self.event_ids and event.get("event_id") is None:
             event["event_id"] = step_id
         verdict = self.client.send_events(self.session, [event])
         return StepResult(event, index, proposal, answer, answers, verdict, hint, model,
-                          attempt)
+                          attempt, sent)
 
 
-def _candidate_index(answer: dict, proposal: Proposal) -> int:
+def _candidate_index(answer: dict, sent: Sequence[dict]) -> int:
     index = answer.get("candidate")
-    count = len(proposal.candidates or ())
+    count = len(sent)
     if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < count:
         raise StudioError(None, f"best_of_n named candidate {index!r}, but {count} candidates "
                                 "were sent", field="candidate", body=answer)

@@ -83,6 +83,22 @@ def test_best_of_n_stores_the_named_candidate(fake, client):
     assert [e["output"] for e in stored(fake)] == [other["output"]]
 
 
+def test_later_proposals_carry_the_steps_earlier_ones_as_candidates(fake, client):
+    """So that, once the policy's resamples are spent, the guard can take the least risky
+    proposal of the step (best_accepted) - here the first one, named after the latest's own."""
+    other = {"output": {"tool": "get_balance", "args": {"account": "savings"}}}
+    guard_answers(fake, answer("resample"), answer("resample"), answer("best_of_n", candidate=2))
+    propose = Proposer(Proposal(BALANCE, continuation=[PAY]), PAY, (PAY, [other]))
+    step = GuardedSession(client, "s1").step(propose)
+    first, second, third = (r.body for r in fake.of("/guard"))
+    assert first.get("candidates") is None
+    assert second["candidates"] == [{"event": BALANCE, "continuation": [PAY]}]
+    assert third["candidates"] == [{"event": other}, {"event": PAY},
+                                   {"event": BALANCE, "continuation": [PAY]}]
+    assert step.candidate == 2 and step.sent == third["candidates"]
+    assert [e["output"] for e in stored(fake)] == [BALANCE["output"]]
+
+
 def test_candidates_may_carry_their_continuations(fake, client):
     guard_answers(fake, answer("best_of_n", candidate=0))
     proposal = Proposal(PAY, continuation=[BALANCE],
