@@ -7,7 +7,8 @@ VERDICTS = ("complied", "violated", "open")
 
 
 def change_words(change: dict) -> str:
-    """One verdict change of the events route in words: ``rule R is violated at step 3``.
+    """One verdict change of the events route in words: ``rule R is violated at step 3``, or
+    ``rule R is violated at step 3: a violation counted`` for a violation found there.
 
     A change is either a verdict the rule reached (``verdict``) or a violation found at that
     step (``violation``, with the step that triggered it): a violation reads as ``violated``."""
@@ -15,8 +16,8 @@ def change_words(change: dict) -> str:
     verdict = change.get("verdict")
     if verdict is None and change.get("violation") is not None:
         trigger = (change.get("violation") or {}).get("trigger")
-        since = f" (triggered at step {trigger})" if trigger not in (None, step) else ""
-        return f"rule {rule} is violated at step {step}{since}"
+        since = f", triggered at step {trigger}" if trigger not in (None, step) else ""
+        return f"rule {rule} is violated at step {step}: a violation counted{since}"
     return f"rule {rule} is {_word(verdict)} at step {step}"
 
 

@@ -270,3 +270,42 @@ def test_guarding_copies_the_agent_and_its_handoffs(studio):
     # Guarding twice does not ask twice.
     again = guard.agent(guarded)
     assert again.tools[0].tool_input_guardrails == [guard.input_guardrail]
+
+
+# ---------------------------------------------------------------------------------------------
+# examples/openai_agents_loop.py, with its own stand-in model server
+
+@pytest.fixture(scope="module")
+def example():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "openai_agents_loop.py"
+    spec = importlib.util.spec_from_file_location("openai_agents_loop", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_example_is_refused_then_pays_after_the_balance_check(studio, example, set_policy):
+    lines = []
+    result = example.run(studio, "example-1", log=lines.append)
+    assert [name for name, _ in result["executed"]] == ["get_balance", "send_money"], lines
+    assert len(result["refused"]) == 1 and result["stopped"] is None
+    assert result["answer"] == "Sent 50 to bob; the balance is now 70."
+    assert result["end"]["rules"][0]["verdict"] == "complied"
+    assert "studio: at the end, pay_after_balance is complied" in lines
+
+
+def test_the_example_unguarded_prints_the_verdict_in_words(studio, example, set_policy, capsys,
+                                                          monkeypatch):
+    monkeypatch.setenv("STUDIO_URL", studio.base_url)
+    monkeypatch.setenv("STUDIO_WORKSPACE", "pay")
+    monkeypatch.setenv("STUDIO_TOKEN", studio.token)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    assert example.main(["--session", "example-2", "--no-guard"]) == 0
+    out = capsys.readouterr().out
+    assert "studio: rule pay_after_balance is violated at step 1" in out, out
+    assert "studio: at the end, pay_after_balance is violated" in out, out
+    assert "None" not in out, out
+    assert "tools that ran: send_money" in out
