@@ -32,7 +32,8 @@ How the SDK's own hooks are used (as it documents them):
     the run ends.  ``AgentGuard.run`` then ends the studio session and raises ``GuardStopped``.
 
 - **run hooks** (``RunHooks``) record the other steps as live events, in order: each user message
-  the model is sent (once), any text the model writes beside its tool calls, each tool's result
+  the model is sent (once: a message whose text the session already recorded as often as the
+  conversation holds it is not recorded again), any text the model writes beside its tool calls, each tool's result
   (``on_tool_end``) and the final answer (``on_agent_end``).
 
 The events (the same shapes as ``examples/openai_tool_loop.py``):
@@ -42,8 +43,9 @@ The events (the same shapes as ``examples/openai_tool_loop.py``):
     {"input": <the tool's result>, "data": {"tool_result": "get_balance", "tool_call_id": ...}}
     {"output": "Sent 50 to bob.", "data": {"role": "assistant", "final": true, "agent": ...}}
 
-A studio that cannot be reached (or refuses a request) raises ``StudioError`` out of the run:
-the guard fails closed, and no tool runs unasked.  The client is synchronous; its requests run in
+A studio that cannot be reached (or refuses a request) fails the run: the guard fails closed, and
+no tool runs unasked.  ``AgentGuard.run`` raises the client's ``StudioError`` (``Runner.run``
+raises the SDK's ``UserError`` around it).  The client is synchronous; its requests run in
 a worker thread, one at a time and in order, so the event loop is never blocked.  Keep
 ``ModelSettings(parallel_tool_calls=False)`` for the guard to see each call after the one before
 it has run (parallel calls are each asked and recorded, one after another, before they run).
@@ -58,12 +60,14 @@ import asyncio
 import dataclasses
 import json
 import uuid
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
 try:
     from agents import (
         Agent,
+        AgentsException,
         FunctionTool,
         RunHooks,
         Runner,
@@ -77,7 +81,7 @@ except ImportError as exc:  # pragma: no cover - said once, clearly
                       "pip install openai-agents") from exc
 
 from .core import StudioClient
-from .errors import DecisionPending, GuardStopped
+from .errors import DecisionPending, GuardStopped, StudioError
 from .words import change_words, end_words
 
 GUARDRAIL_NAME = "compliance_studio_guard"
@@ -113,7 +117,7 @@ class AgentGuard:
         self._lock: asyncio.Lock | None = None
         self._step_id = uuid.uuid4().hex  # the step a refused call is proposed again in
         self._attempt = 0
-        self._users_sent = 0
+        self._users_recorded: Counter[str] = Counter()
 
     # -----------------------------------------------------------------------------------------
     # Putting it in front of an agent
@@ -177,6 +181,14 @@ class AgentGuard:
                 await self.end()
             raise GuardStopped(self.stopped or answer.get("reason") or "the guard stopped",
                                answer, [a for a in self.answers]) from trip
+        except AgentsException as error:
+            # The SDK wraps what a guardrail raised ("Error running tool ..."): the studio's
+            # refusal is said as the client says it everywhere else.
+            cause = error.__cause__
+            if not isinstance(cause, StudioError):
+                raise
+            raise StudioError(cause.status, cause.detail, cause.field, cause.body,
+                              cause.retry_after) from error
         if end:
             await self.end()
         return result
@@ -273,12 +285,18 @@ class _StudioHooks(RunHooks):
         self.guard = guard
 
     async def on_llm_start(self, context, agent, system_prompt, input_items) -> None:
-        users = [item for item in input_items
-                 if isinstance(item, dict) and item.get("role") == "user"]
-        for item in users[self.guard._users_sent:]:
-            await self.guard._record({"input": _text_of(item.get("content")),
-                                      "data": {"role": "user"}})
-        self.guard._users_sent = max(self.guard._users_sent, len(users))
+        # The model is sent the whole conversation each time (and a later run may be given the
+        # earlier one's items again): a user message is new when the conversation holds more
+        # messages of that text than were recorded.
+        seen: Counter[str] = Counter()
+        for item in input_items:
+            if not (isinstance(item, dict) and item.get("role") == "user"):
+                continue
+            text = _text_of(item.get("content"))
+            seen[text] += 1
+            if seen[text] > self.guard._users_recorded[text]:
+                await self.guard._record({"input": text, "data": {"role": "user"}})
+                self.guard._users_recorded[text] += 1
 
     async def on_llm_end(self, context, agent, response) -> None:
         items = [_plain(item) for item in response.output]

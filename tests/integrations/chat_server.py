@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-Script = Callable[[list[dict]], dict]  # the messages -> {"content": ...} or {"tool": ..., "args": ...}
+Script = Callable[[list[dict]], dict]  # messages -> {"content": ...} or {"tool": ..., "args": ...}
 
 
 class ChatServer:

@@ -246,6 +246,51 @@ def test_a_person_approves_the_payment_while_the_agent_waits(studio, model_serve
     assert guard.end_answer["rules"][0]["verdict"] == "violated"
 
 
+def test_a_conversation_goes_on_in_the_same_session(studio, model_server, set_policy):
+    bank = Bank()
+    guard = AgentGuard(studio, "agents-7")
+    agent = make_agent(model_server, bank)
+    first = guard.run_sync(agent, "Send 50 to bob.", run_config=NO_TRACING, end=False)
+    # The next turn is sent the whole conversation again: only the new message is recorded.
+    guard.run_sync(agent, [*first.to_input_list(), {"role": "user", "content": "Thanks."}],
+                   run_config=NO_TRACING)
+    shapes = [shape(e) for e in stored(set_policy.staff, "agents-7")]
+    assert [s for s in shapes if s[0] == "user"] == [("user", "Send 50 to bob."),
+                                                   ("user", "Thanks.")]
+    assert shapes[-2:] == [("user", "Thanks."), ("final", "Sent 50 to bob.")]
+    assert [name for name, _ in bank.ran] == ["get_balance", "send_money"]
+    assert guard.end_answer["rules"][0]["verdict"] == "complied"
+
+
+def test_a_studio_out_of_reach_fails_closed(model_server, live_server):
+    from studio.client import StudioError
+
+    bank = Bank()
+    unreachable = StudioClient("http://127.0.0.1:9", "pay", token="t", timeout=2, retries=0)
+    guard = AgentGuard(unreachable, "agents-8")
+    with pytest.raises(StudioError, match="got no answer"):
+        guard.run_sync(make_agent(model_server, bank), "Send 50 to bob.",
+                       run_config=NO_TRACING)
+    assert bank.ran == []  # no tool ran unasked
+
+
+def test_a_guard_question_the_studio_refuses_fails_closed(studio, model_server, set_policy):
+    from django.test import override_settings
+
+    from studio.client import StudioError
+
+    bank = Bank()
+    studio.max_retry_wait = 0  # a 429 is not waited for
+    guard = AgentGuard(studio, "agents-9")
+    # One request a minute: the user's message is recorded, the guard question is refused.
+    with override_settings(LIVE_RATE_LIMIT_PER_MINUTE=1):
+        with pytest.raises(StudioError) as caught:
+            guard.run_sync(make_agent(model_server, bank), "Send 50 to bob.",
+                           run_config=NO_TRACING)
+    assert caught.value.status == 429
+    assert guard.answers == [] and bank.ran == []
+
+
 def test_tools_no_guardrail_sees_are_refused_not_left_unguarded(studio):
     from agents import WebSearchTool
 
