@@ -33,8 +33,8 @@ How the SDK's own hooks are used (as it documents them):
 
 - **run hooks** (``RunHooks``) record the other steps as live events, in order: each user message
   the model is sent (once: a message whose text the session already recorded as often as the
-  conversation holds it is not recorded again), any text the model writes beside its tool calls, each tool's result
-  (``on_tool_end``) and the final answer (``on_agent_end``).
+  conversation holds it is not recorded again), any text the model writes beside its tool
+  calls, each tool's result (``on_tool_end``) and the final answer (``on_agent_end``).
 
 The events (the same shapes as ``examples/openai_tool_loop.py``):
 
@@ -114,7 +114,7 @@ class AgentGuard:
         self.input_guardrail = ToolInputGuardrail(guardrail_function=self._check_call,
                                                   name=GUARDRAIL_NAME)
         self.hooks = _StudioHooks(self)
-        self._lock: asyncio.Lock | None = None
+        self._lock: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
         self._step_id = uuid.uuid4().hex  # the step a refused call is proposed again in
         self._attempt = 0
         self._users_recorded: Counter[str] = Counter()
@@ -168,8 +168,9 @@ class AgentGuard:
         ended afterwards unless ``end=False`` (a conversation that goes on).  A stop ends the
         session too and raises ``GuardStopped`` (from the SDK's tripwire)."""
         if "hooks" in runner_options:
-            raise TypeError("AgentGuard.run brings its own hooks; subclass AgentGuard's hooks "
-                            "class, or call Runner.run(..., hooks=guard.hooks) yourself")
+            raise TypeError("AgentGuard.run brings its own hooks (guard.hooks); to use yours, "
+                            "call Runner.run(guard.agent(agent), input, hooks=...) with hooks "
+                            "that also call guard.hooks, then guard.end()")
         try:
             result = await Runner.run(self.agent(agent), input, hooks=self.hooks,
                                       **runner_options)
@@ -180,7 +181,7 @@ class AgentGuard:
             if end:
                 await self.end()
             raise GuardStopped(self.stopped or answer.get("reason") or "the guard stopped",
-                               answer, [a for a in self.answers]) from trip
+                               answer, list(self.answers)) from trip
         except AgentsException as error:
             # The SDK wraps what a guardrail raised ("Error running tool ..."): the studio's
             # refusal is said as the client says it everywhere else.
@@ -258,9 +259,12 @@ class AgentGuard:
     # Recording
 
     def _serial(self) -> asyncio.Lock:
-        if self._lock is None:  # made inside the running loop
-            self._lock = asyncio.Lock()
-        return self._lock
+        """The lock that keeps the studio's requests in order: one per event loop (each
+        ``run_sync`` has its own loop, and a lock waited on in one cannot be used in another)."""
+        loop = asyncio.get_running_loop()
+        if self._lock is None or self._lock[0] is not loop:
+            self._lock = (loop, asyncio.Lock())
+        return self._lock[1]
 
     async def _record(self, event: dict, *, locked: bool = False) -> dict:
         if not locked:
