@@ -38,10 +38,12 @@ from types import SimpleNamespace
 from typing import Any
 
 try:
-    from studio.client import GuardedSession, GuardStopped, Proposal, StudioClient, StudioError
+    from studio.client import (GuardedSession, GuardStopped, Proposal, StudioClient,
+                               StudioError, change_words, end_words)
 except ImportError:  # run from a checkout without installing it
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from studio.client import GuardedSession, GuardStopped, Proposal, StudioClient, StudioError
+    from studio.client import (GuardedSession, GuardStopped, Proposal, StudioClient,
+                               StudioError, change_words, end_words)
 
 SYSTEM = ("You are a payments assistant. Use the tools to do what the user asks, then answer "
           "in one sentence.")
@@ -217,9 +219,8 @@ def run(session: GuardedSession, llm, *, task: str = TASK, model: str = DEFAULT_
             choice, event = sampled[0], proposal.event
             verdict = session.record([event])
             changes = verdict["events"][0].get("changes") or []
-        for change in changes:
-            log(f"studio: rule {change['rule']} is {change.get('verdict')} at step "
-                f"{change['step']}")
+        for change in changes:  # a verdict reached, or a violation found (violated)
+            log(f"studio: {change_words(change)}")
 
         messages.append(as_message(choice))
         output = event["output"]
@@ -236,7 +237,7 @@ def run(session: GuardedSession, llm, *, task: str = TASK, model: str = DEFAULT_
 
     end = session.end()
     for rule in end.get("rules", ()):
-        log(f"studio: at the end, {rule['rule']} is {rule['verdict']}")
+        log(f"studio: {end_words(rule)}")
     return {"messages": messages, "executed": bank.calls, "steps": steps, "stopped": stopped,
             "answer": answer, "end": end}
 

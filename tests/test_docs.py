@@ -47,8 +47,9 @@ def test_the_site_builds_strictly_without_a_warning(tmp_path):
 def test_every_docs_page_is_in_the_nav():
     """The strict build says so too; this names the page when mkdocs is not installed."""
     config = (REPO / "mkdocs.yml").read_text()
-    missing = [page.name for page in sorted(DOCS.glob("*.md"))
-               if not re.search(rf":\s*{re.escape(page.name)}\s*$", config, re.MULTILINE)]
+    pages = [page.relative_to(DOCS).as_posix() for page in sorted(DOCS.rglob("*.md"))]
+    missing = [page for page in pages
+               if not re.search(rf":\s*{re.escape(page)}\s*$", config, re.MULTILINE)]
     assert missing == [], f"add to the nav of mkdocs.yml: {missing}"
 
 

@@ -75,6 +75,8 @@ def test_the_example_unguarded_is_judged_by_the_studio(client, example):
     # The stand-in paid first; the studio said so at the payment (step 1, after the user's turn).
     assert [name for name, _ in result["executed"]] == ["send_money"]
     assert "studio: rule pay_after_balance is violated at step 1" in lines
+    # Every verdict in words: a violation found reads "violated", never "is None".
+    assert not any(line.endswith("None") or " None " in line for line in lines), lines
     assert result["end"]["rules"][0]["verdict"] == "violated"
     assert tools_stored("loop-1") == [None, "send_money", None, None]
 
