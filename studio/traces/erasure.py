@@ -63,7 +63,8 @@ from studio.workspaces.services import record
 
 from .intake import stored_file
 from .models import Event, TraceSession, Upload, UploadError, UploadStatus
-from .vocabulary import forget_erased_names, forget_erased_values, recount_names_left
+from .vocabulary import (enqueue_rebuild, forget_erased_names, forget_erased_values,
+                         recount_names_left, take_off_upload)
 
 log = logging.getLogger(__name__)
 
@@ -203,7 +204,7 @@ def erase_upload(upload: Upload, by=None, reason: str = "") -> Erasure:
                             .exclude(upload_id=locked.pk))
         erasure = _erase(locked.workspace, "upload", locked.pk, locked.filename,
                          ("upload_id", locked.pk), locked.events_stored, only_this, by, reason,
-                         upload_id=locked.pk)
+                         upload_id=locked.pk, shared_vocabulary=locked.vocabulary_shared)
         delete_rows(UploadError.objects.filter(upload_id=locked.pk))
         path = _stored_path(locked)
         locked.delete()  # what pointed at it (audit runs' scope, Upload.audit_run) is set null
@@ -242,11 +243,13 @@ _ERASED = {"upload": LogAction.UPLOAD_ERASED, "session": LogAction.SESSION_ERASE
 
 
 def _erase(workspace: Workspace, kind: str, ident: int, name: str, erased_by: tuple[str, int],
-           expected: int, left_empty, by, reason: str, upload_id: int | None = None) -> Erasure:
+           expected: int, left_empty, by, reason: str, upload_id: int | None = None,
+           shared_vocabulary: bool = False) -> Erasure:
     """The erasure of the workspace's events whose column ``erased_by[0]`` holds
     ``erased_by[1]`` (about ``expected`` of them, as their upload or session counted them), in
     the caller's transaction.  ``left_empty`` filters the touched sessions to those that have
-    no other event (they are removed)."""
+    no other event (they are removed).  ``shared_vocabulary``: the erased upload's share of the
+    vocabulary is kept (``Upload.vocabulary_shared``)."""
     now = timezone.now()
     column, value = erased_by
     events = Event.objects.filter(**{column: value})
@@ -257,10 +260,15 @@ def _erase(workspace: Workspace, kind: str, ident: int, name: str, erased_by: tu
     for participant in _participants:
         participant.survey(scope)
     session_count = sessions.count()
-    # Which side the vocabulary recount reads: the events erased, or those left if fewer (the
-    # counts kept tell, without reading the events; either side gives the same vocabulary).
-    stored = TraceSession.objects.filter(workspace=workspace).aggregate(n=Sum("steps"))["n"]
-    read_left = (stored or 0) - expected < expected
+    # The vocabulary: an upload whose share of it is kept takes that off, reading no event.
+    # Otherwise the erased events are counted again, on the side the recount reads: the events
+    # erased, or those left if fewer (the counts kept tell, without reading the events; either
+    # side gives the same vocabulary).
+    shared = shared_vocabulary
+    read_left = False
+    if not shared:
+        stored = TraceSession.objects.filter(workspace=workspace).aggregate(n=Sum("steps"))["n"]
+        read_left = (stored or 0) - expected < expected
 
     # The participants' parts first (the audits' results, then the evidence's copies), while the
     # erased events and sessions are still there to be read.
@@ -268,7 +276,11 @@ def _erase(workspace: Workspace, kind: str, ident: int, name: str, erased_by: tu
     for participant in _participants:
         removed.update(participant.erase(scope))
     _drop_steps(sessions, events, left_empty)
-    names = 0 if read_left else forget_erased_names(workspace, events)
+    stale = True
+    if shared:
+        names, stale = take_off_upload(workspace, upload_id)
+    elif not read_left:
+        names = forget_erased_names(workspace, events)
     with connection.cursor() as cursor:
         quote = connection.ops.quote_name
         cursor.execute(f"DELETE FROM {quote(Event._meta.db_table)} WHERE {quote(column)} = %s",
@@ -284,7 +296,10 @@ def _erase(workspace: Workspace, kind: str, ident: int, name: str, erased_by: tu
                       reason, copies)
     for participant in _participants:
         participant.recorded(erasure, scope)
-    forget_erased_values(workspace)
+    if not shared:
+        forget_erased_values(workspace)
+    elif stale:
+        enqueue_rebuild(workspace.pk)
     details = {k: v for k, v in asdict(erasure).items() if k not in ("at", "by", "id")}
     record(workspace, by, _ERASED[kind], None, **{kind: ident}, **details)
     return erasure

@@ -58,6 +58,10 @@ class Upload(models.Model):
                                        on_delete=models.SET_NULL, related_name="+")
     audit_run = models.ForeignKey("audits.AuditRun", null=True, blank=True,
                                   on_delete=models.SET_NULL, related_name="+")
+    # Its events' part of the workspace's vocabulary is kept apart (``VocabularyShare``), so an
+    # erasure takes it off without reading the events: every upload created from migration
+    # traces 0009 on, and those a vocabulary rebuild counted; not the older ones.
+    vocabulary_shared = models.BooleanField(default=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["workspace", "sha256"],
@@ -191,3 +195,24 @@ class VocabularyEntry(models.Model):
         constraints = [models.UniqueConstraint(
             fields=["workspace", "kind", "name", "json_type", "carrier"],
             name="vocabulary_entry_once")]
+
+
+class VocabularyShare(models.Model):
+    """One upload's part of a vocabulary entry: how many of its events showed the entry, and up
+    to five distinct values they held, those of its first events (``VocabularyEntry.examples``
+    of the upload alone).  Written with the entry, in the same transaction, for every upload
+    batch (``studio.traces.vocabulary.record``).  An entry's ``events`` is the sum of its shares
+    and of the events no upload brought (live deliveries), which have no share.  Erasing an
+    upload subtracts its shares from their entries and gives those entries their examples again
+    from the other uploads' shares, without reading an event (``studio.traces.erasure``)."""
+
+    entry = models.ForeignKey(VocabularyEntry, on_delete=models.CASCADE, related_name="shares")
+    # (no index of its own: the unique (upload, entry) index serves the lookups by upload)
+    upload = models.ForeignKey(Upload, on_delete=models.CASCADE, related_name="+",
+                               db_index=False)
+    events = models.BigIntegerField(default=0)
+    examples = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["upload", "entry"],
+                                               name="vocabulary_share_once")]
