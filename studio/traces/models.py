@@ -177,9 +177,9 @@ class VocabularyEntry(models.Model):
     ``events`` how many stored events showed it there, ``examples`` up to five distinct values
     they held (paths only).  Added to as uploads are parsed and live events arrive, one upsert
     per batch that adds its counts (``studio.traces.vocabulary.record``); recounted from the
-    stored events by ``manage.py rebuild_vocabulary``.  An erasure subtracts what the erased
-    events counted and drops their examples in its own transaction (``studio.traces.erasure``),
-    then recounts after commit.  A path seen holding several JSON types has one row per type."""
+    stored events by ``manage.py rebuild_vocabulary``.  Each upload's part of it is kept apart
+    (``VocabularyShare``), which an erasure of the upload subtracts (``studio.traces.erasure``).
+    A path seen holding several JSON types has one row per type."""
 
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE,
                                   related_name="vocabulary")

@@ -15,15 +15,19 @@ Each process remembers the examples it knows stored (for ``REMEMBER_SECONDS``): 
 whose entries are all known, and whose rows are full of examples or hold its values already,
 costs that one statement.
 
-Erasing events (``studio.traces.erasure``), in its transaction: the erased events are counted
-again and their counts taken off (``forget_erased_names``) - or, when fewer events are left than
-erased, the events left are counted and the entries set to that (``recount_names_left``); an
-entry left with no event goes, so a name made from a value (``tool_call:send_money_to_john_doe``)
-goes with the last event that showed it; and every example is dropped
-(``forget_erased_values``).  After commit a task recounts the workspace (``rebuild``): examples
-come back from the events left, and counts that were short before (events loaded before the
-vocabulary was kept, paths past ``MAX_PATHS``) are set right - an entry such a short count
-removed too early comes back then.
+Each upload's part of every entry is kept apart (``VocabularyShare``: its events and its own
+first examples), written by ``record`` with the entries for every upload batch.  Erasing an
+upload (``studio.traces.erasure``), in its transaction, takes its shares off their entries
+without reading an event (``take_off_upload``); the entries it showed get their examples again
+from the other uploads' shares.  Erasing a session, or an upload stored before shares were kept,
+counts the erased events again and takes their counts off the entries and shares
+(``forget_erased_names``) - or, when fewer events are left than erased, counts the events left
+and sets the entries and shares to that (``recount_names_left``); every example is dropped
+(``forget_erased_values``) and a task recounts the workspace after commit (``rebuild``):
+examples come back from the events left, and counts that were short before (events loaded
+before the vocabulary was kept, paths past ``MAX_PATHS``) are set right.  Either way an entry
+left with no event goes, so a name made from a value (``tool_call:send_money_to_john_doe``)
+goes with the last event that showed it.
 """
 
 from __future__ import annotations
