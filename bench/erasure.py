@@ -10,6 +10,8 @@ Run from the repository root::
                                                          # with their foreign-key checks)
     .venv/bin/python -m bench.erasure --other-upload     # + a second upload of as many events
                                                          # stays in the workspace
+    .venv/bin/python -m bench.erasure --other-upload 2   # ... of twice as many: the upload
+                                                         # erased is a minority of its workspace
 
 The script owns the database ``studio_bench_erasure`` (dropped, created and migrated).  Before
 any timer starts it builds three identical uploads, each in a workspace of its own: the same
@@ -27,9 +29,13 @@ before each contender:
   before the studio's erasure and again after it on a third copy: the figure is their mean,
   since the load of a shared machine drifts over minutes.
 
-With ``--other-upload`` the studio's workspace also holds a second upload of the same events
-(sessions of its own, not audited), which stays: the erasure then recounts the vocabulary from
-the erased events rather than from the (as many) events left.
+With ``--other-upload [K]`` the studio's workspace also holds a second upload of K times the same
+events (sessions of its own, not audited, its vocabulary share counted), which stays: the
+erasure takes the erased upload's share off the vocabulary and gives the entries it showed
+their examples from the share left, without reading an event of either.
+
+Each contender's line also says what else the server did meanwhile: the checkpoints that
+started and the load average (the server is shared; autovacuum, when on, is reported too).
 
 The goal (issue 26 item 7) is studio / bare within ``GOAL`` (2x).
 """
@@ -41,6 +47,7 @@ import gc
 import json
 import os
 import sys
+import threading
 import time
 from types import SimpleNamespace
 
@@ -77,14 +84,14 @@ def load(slug: str, rules: int, events_by_session) -> tuple[object, object]:
     return workspace, Upload.objects.get(pk=upload.pk)
 
 
-def load_other(workspace, events_by_session) -> None:
-    """A second upload of the same events in the workspace, in sessions of their own: it stays,
-    so the erasure's vocabulary recount reads the erased events (the side it reads is the
-    smaller one)."""
+def load_other(workspace, events_by_session, times: int) -> None:
+    """A second upload of ``times`` x the same events in the workspace, in sessions of their
+    own: it stays."""
     from studio.traces.models import TraceSession, Upload, UploadStatus
 
     other = Upload.objects.create(workspace=workspace, filename="other.jsonl", format="jsonl",
                                   sha256="1" * 64, status=UploadStatus.PARSED)
+    events_by_session = events_by_session * times
     sessions = TraceSession.objects.bulk_create(
         [TraceSession(workspace=workspace, external_id=f"other-{i:05d}", steps=len(events))
          for i, events in enumerate(events_by_session)])
@@ -119,15 +126,64 @@ def settle() -> None:
     gc.collect()
 
 
+class Meanwhile:
+    """What the server did while one contender ran: checkpoints started (timed or asked for by
+    the WAL's size: they write every dirty page while the contender runs), autovacuum workers
+    seen on the bench's database (polled), and the load average."""
+
+    def __init__(self):
+        from django.db import connection
+
+        self.connection = connection
+        self.autovacuum: set[str] = set()
+        self._stop = threading.Event()
+
+    def _checkpoints(self) -> int:
+        with self.connection.cursor() as cursor:
+            cursor.execute("SELECT checkpoints_timed + checkpoints_req FROM pg_stat_bgwriter")
+            return cursor.fetchone()[0]
+
+    def _poll(self, url: str) -> None:
+        import psycopg
+
+        with psycopg.connect(url, autocommit=True) as conn:
+            while not self._stop.wait(0.2):
+                for (query,) in conn.execute(
+                        "SELECT query FROM pg_stat_activity WHERE datname = current_database() "
+                        "AND backend_type = 'autovacuum worker'"):
+                    self.autovacuum.add(query)
+
+    def __enter__(self):
+        self.checkpoints = self._checkpoints()
+        self.load = os.getloadavg()[0]
+        self._thread = threading.Thread(target=self._poll, args=(os.environ["DATABASE_URL"],),
+                                         daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        self.checkpoints = self._checkpoints() - self.checkpoints
+        self.load = (self.load + os.getloadavg()[0]) / 2
+
+    def __str__(self) -> str:
+        return (f"{self.checkpoints} checkpoint(s) started, load {self.load:.1f}"
+                + (f", autovacuum: {'; '.join(sorted(self.autovacuum))}"
+                   if self.autovacuum else ""))
+
+
 def bare_delete(upload) -> tuple[float, int]:
     from django.db import connection, transaction
 
     settle()
-    start = time.perf_counter()
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("DELETE FROM traces_event WHERE upload_id = %s", [upload.pk])
-        rows = cursor.rowcount
-    return time.perf_counter() - start, rows
+    with Meanwhile() as meanwhile:
+        start = time.perf_counter()
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("DELETE FROM traces_event WHERE upload_id = %s", [upload.pk])
+            rows = cursor.rowcount
+        elapsed = time.perf_counter() - start
+    return elapsed, rows, meanwhile
 
 
 def studio_erasure(upload, profile: bool):
@@ -151,6 +207,7 @@ def studio_erasure(upload, profile: bool):
 
     from django.db import connection, transaction
 
+    meanwhile = Meanwhile().__enter__()
     start = time.perf_counter()
     if profile:
         # Each statement's foreign-key checks run with it (not at commit) and are timed with it.
@@ -161,6 +218,7 @@ def studio_erasure(upload, profile: bool):
     else:
         erasure = erase_upload(upload, reason="bench")
     elapsed = time.perf_counter() - start
+    meanwhile.__exit__(None, None, None)
     if profiler is not None:
         import pstats
 
@@ -169,15 +227,15 @@ def studio_erasure(upload, profile: bool):
         print("slowest statements, each with its foreign-key checks:", file=sys.stderr)
         for seconds, sql in sorted(statements, reverse=True)[:15]:
             print(f"  {seconds:7.3f} s  {sql}", file=sys.stderr)
-    return elapsed, erasure
-
+    return elapsed, erasure, meanwhile
 
 
 def left_behind(workspace, upload_id: int) -> dict[str, int]:
     """What the erasure must not leave: counted after it, all zero (but for the upload that
     stays with ``--other-upload``: its events and sessions are not counted)."""
     from studio.audits.models import LabelProvenance, SessionResult, ViolationRecord
-    from studio.traces.models import Event, TraceSession, Upload, VocabularyEntry
+    from studio.traces.models import (Event, TraceSession, Upload, VocabularyEntry,
+                                      VocabularyShare)
 
     return {"events": Event.objects.filter(workspace=workspace)
             .exclude(session__external_id__startswith="other-").count(),
@@ -190,6 +248,7 @@ def left_behind(workspace, upload_id: int) -> dict[str, int]:
             # (with --other-upload the same events stay: every entry does)
             "vocabulary entries": VocabularyEntry.objects.filter(workspace=workspace).count()
             if not Event.objects.filter(workspace=workspace).exists() else 0,
+            "vocabulary shares": VocabularyShare.objects.filter(upload_id=upload_id).count(),
             "upload": Upload.objects.filter(pk=upload_id).count()}
 
 
@@ -199,9 +258,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sessions", type=int, default=1000)
     parser.add_argument("--rules", type=int, default=20)
     parser.add_argument("--profile", action="store_true")
-    parser.add_argument("--other-upload", action="store_true",
-                        help="a second upload of as many events stays in the erased upload's "
-                             "workspace (its vocabulary is then recounted from the erased side)")
+    parser.add_argument("--other-upload", type=int, nargs="?", const=1, default=0, metavar="K",
+                        help="a second upload of K times as many events (1 when K is not "
+                             "given) stays in the erased upload's workspace")
     args = parser.parse_args(argv)
     setup_django()
 
@@ -219,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
     workspace, upload = load("erasure-studio", args.rules, events_by_session)
     if args.other_upload:
         progress("loading the upload that stays")
-        load_other(workspace, events_by_session)
+        load_other(workspace, events_by_session, args.other_upload)
     del events_by_session
     progress("counting its vocabulary")
     vocabulary.rebuild(workspace)
@@ -227,11 +286,11 @@ def main(argv: list[str] | None = None) -> int:
     run = audit(workspace, upload)
 
     progress("bare DELETE")
-    bare_s, rows = bare_delete(bare_upload)
+    bare_s, rows, bare_meanwhile = bare_delete(bare_upload)
     progress("studio erasure")
-    studio_s, erasure = studio_erasure(upload, args.profile)
+    studio_s, erasure, studio_meanwhile = studio_erasure(upload, args.profile)
     progress("bare DELETE again")
-    bare_after_s, rows_after = bare_delete(bare_upload_after)
+    bare_after_s, rows_after, after_meanwhile = bare_delete(bare_upload_after)
     assert erasure.events == rows == rows_after, (erasure.events, rows, rows_after)
     left = left_behind(workspace, upload.pk)
 
@@ -247,6 +306,10 @@ def main(argv: list[str] | None = None) -> int:
           f"{bare_after_s:.2f} s: the machine's load drifts)")
     print(f"{'ratio':16} {studio_s / floor:8.2f} x (goal: within {GOAL:g}x; "
           f"{studio_s / min(bare_s, bare_after_s):.2f} x the faster bare DELETE)")
+    print(f"meanwhile: bare DELETE before: {bare_meanwhile}; studio erasure: "
+          f"{studio_meanwhile}; bare DELETE after: {after_meanwhile}")
+    if args.other_upload:
+        print(f"(an upload of {args.other_upload} x as many events stays in the workspace)")
     print(f"copies removed: {erasure.copies}")
     print(f"left behind: {left}")
     return 0 if not any(left.values()) else 1

@@ -13,7 +13,8 @@ stored file is removed once the transaction has committed.
 
 Nothing copied from the erased events stays either (``Erasure.copies`` counts what went, by
 kind): the vocabulary entries only erased events showed (an atom or path name may be a value:
-``tool_call:send_money_to_john_doe``) and every example value; the rule test cases copied from
+``tool_call:send_money_to_john_doe``) and the example values erased events held (an upload's
+share of the vocabulary is taken off without reading its events, ``vocabulary.take_off_upload``); the rule test cases copied from
 the erased steps (``studio.evidence``), with the values of the audit-log entries that describe
 them replaced by ``"[erased]"`` (the only change the log allows, migration workspaces 0007); the
 ground-truth labels of the sessions removed; the impact-check summaries computed from removed
@@ -50,7 +51,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from typing import Protocol
 
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, models, transaction
 from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Subquery, Sum, Value
 from django.db.models.expressions import RawSQL
 from django.db.models.functions import Coalesce, Greatest
@@ -62,8 +63,9 @@ from studio.workspaces.models import Workspace
 from studio.workspaces.services import record
 
 from .intake import stored_file
-from .models import Event, TraceSession, Upload, UploadError, UploadStatus
-from .vocabulary import forget_erased_names, forget_erased_values, recount_names_left
+from .models import Event, TraceSession, TraceSessionLink, Upload, UploadError, UploadStatus
+from .vocabulary import (enqueue_rebuild, forget_erased_names, forget_erased_values,
+                         recount_names_left, take_off_upload)
 
 log = logging.getLogger(__name__)
 
@@ -203,10 +205,10 @@ def erase_upload(upload: Upload, by=None, reason: str = "") -> Erasure:
                             .exclude(upload_id=locked.pk))
         erasure = _erase(locked.workspace, "upload", locked.pk, locked.filename,
                          ("upload_id", locked.pk), locked.events_stored, only_this, by, reason,
-                         upload_id=locked.pk)
+                         upload_id=locked.pk, shared_vocabulary=locked.vocabulary_shared)
         delete_rows(UploadError.objects.filter(upload_id=locked.pk))
         path = _stored_path(locked)
-        locked.delete()  # what pointed at it (audit runs' scope, Upload.audit_run) is set null
+        _delete_upload(locked)
         if path is not None:
             transaction.on_commit(lambda: _remove_file(path))
     return erasure
@@ -242,11 +244,13 @@ _ERASED = {"upload": LogAction.UPLOAD_ERASED, "session": LogAction.SESSION_ERASE
 
 
 def _erase(workspace: Workspace, kind: str, ident: int, name: str, erased_by: tuple[str, int],
-           expected: int, left_empty, by, reason: str, upload_id: int | None = None) -> Erasure:
+           expected: int, left_empty, by, reason: str, upload_id: int | None = None,
+           shared_vocabulary: bool = False) -> Erasure:
     """The erasure of the workspace's events whose column ``erased_by[0]`` holds
     ``erased_by[1]`` (about ``expected`` of them, as their upload or session counted them), in
     the caller's transaction.  ``left_empty`` filters the touched sessions to those that have
-    no other event (they are removed)."""
+    no other event (they are removed).  ``shared_vocabulary``: the erased upload's share of the
+    vocabulary is kept (``Upload.vocabulary_shared``)."""
     now = timezone.now()
     column, value = erased_by
     events = Event.objects.filter(**{column: value})
@@ -257,10 +261,15 @@ def _erase(workspace: Workspace, kind: str, ident: int, name: str, erased_by: tu
     for participant in _participants:
         participant.survey(scope)
     session_count = sessions.count()
-    # Which side the vocabulary recount reads: the events erased, or those left if fewer (the
-    # counts kept tell, without reading the events; either side gives the same vocabulary).
-    stored = TraceSession.objects.filter(workspace=workspace).aggregate(n=Sum("steps"))["n"]
-    read_left = (stored or 0) - expected < expected
+    # The vocabulary: an upload whose share of it is kept takes that off, reading no event.
+    # Otherwise the erased events are counted again, on the side the recount reads: the events
+    # erased, or those left if fewer (the counts kept tell, without reading the events; either
+    # side gives the same vocabulary).
+    shared = shared_vocabulary
+    read_left = False
+    if not shared:
+        stored = TraceSession.objects.filter(workspace=workspace).aggregate(n=Sum("steps"))["n"]
+        read_left = (stored or 0) - expected < expected
 
     # The participants' parts first (the audits' results, then the evidence's copies), while the
     # erased events and sessions are still there to be read.
@@ -268,13 +277,19 @@ def _erase(workspace: Workspace, kind: str, ident: int, name: str, erased_by: tu
     for participant in _participants:
         removed.update(participant.erase(scope))
     _drop_steps(sessions, events, left_empty)
-    names = 0 if read_left else forget_erased_names(workspace, events)
+    stale = True
+    if shared:
+        names, stale = take_off_upload(workspace, upload_id)
+    elif not read_left:
+        names = forget_erased_names(workspace, events)
+    doomed = _names_of_emptied(emptied, touched)
     with connection.cursor() as cursor:
         quote = connection.ops.quote_name
         cursor.execute(f"DELETE FROM {quote(Event._meta.db_table)} WHERE {quote(column)} = %s",
                        [value])
         event_count = cursor.rowcount
-    removed_count = delete_rows(emptied)  # what is left of them holds no event from elsewhere
+    removed_count = _delete_emptied(emptied)
+    _forget_trace_links(workspace, doomed)
     if read_left:
         names = recount_names_left(workspace)
     copies = {"vocabulary_entries": names, **removed}
@@ -284,10 +299,104 @@ def _erase(workspace: Workspace, kind: str, ident: int, name: str, erased_by: tu
                       reason, copies)
     for participant in _participants:
         participant.recorded(erasure, scope)
-    forget_erased_values(workspace)
+    if not shared:
+        forget_erased_values(workspace)
+    elif stale:
+        enqueue_rebuild(workspace.pk)
     details = {k: v for k, v in asdict(erasure).items() if k not in ("at", "by", "id")}
     record(workspace, by, _ERASED[kind], None, **{kind: ident}, **details)
     return erasure
+
+
+def _delete_upload(upload: Upload) -> None:
+    """Delete ``upload`` (its events already are): what points at it is set null (audit runs'
+    scope) or deleted with it (its vocabulary shares), as ``on_delete`` says.  Not Django's
+    ``delete``, which would also set the upload of its events to null: a walk over the index
+    entries of every event just deleted (a million of them, still in the index until vacuumed)."""
+    relations = [f for f in Upload._meta.get_fields(include_hidden=True)
+                 if f.auto_created and not f.concrete and (f.one_to_one or f.one_to_many)
+                 and f.related_model is not Event]
+    plain = all(f.on_delete in (models.SET_NULL, models.CASCADE) for f in relations) and not any(
+        r.auto_created and not r.concrete and (r.one_to_one or r.one_to_many)
+        for f in relations if f.on_delete is models.CASCADE
+        for r in f.related_model._meta.get_fields(include_hidden=True))
+    if not plain:  # something this does not know how to follow: Django's own cascade
+        upload.delete()
+        return
+    for relation in relations:
+        pointing = relation.related_model._base_manager.filter(
+            **{relation.field.attname: upload.pk})
+        if relation.on_delete is models.SET_NULL:
+            pointing.update(**{relation.field.attname: None})
+        else:
+            delete_rows(pointing)
+    delete_rows(Upload.objects.filter(pk=upload.pk))
+
+
+def _names_of_emptied(emptied: QuerySet, touched: QuerySet) -> list[str]:
+    """The names of the sessions the erasure will leave with no event, read before their events
+    go.  On Postgres those whose step count is now 0 (``_drop_steps``; from the touched ids, as
+    ``_delete_emptied`` deletes them), which spares asking each session for a remaining event."""
+    if connection.vendor == "postgresql":
+        emptied = TraceSession.objects.filter(pk__in=touched, steps=0)
+    return list(emptied.values_list("external_id", flat=True))
+
+
+def _forget_trace_links(workspace: Workspace, names: list[str]) -> None:
+    """Which session a trace's spans go to (``TraceSessionLink``) names the session (maybe a
+    person's conversation id): gone with it, so that no erased session's name stays behind."""
+    for start in range(0, len(names), 1000):
+        delete_rows(TraceSessionLink.objects.filter(workspace=workspace,
+                                                    session__in=names[start:start + 1000]))
+
+
+def _delete_emptied(emptied: QuerySet) -> int:
+    """Delete the touched sessions left with no event (``emptied``, after the events are
+    deleted); returns how many.
+
+    Asking each session whether an event is left reads every index entry of the events just
+    deleted (they stay in the index until vacuumed): a million at a million events.  The
+    database reads them anyway when it checks the events' foreign key to the sessions deleted.
+    So on Postgres the sessions whose step count (the number of events stored, less those
+    erased: ``_drop_steps``) is now 0 are deleted, and that check is made at once: should a
+    count be wrong and an event be left, the deletion is undone and every touched session is
+    asked instead.  The sessions a count says keep events are asked (few of them hold only
+    erased events)."""
+    if connection.vendor != "postgresql":
+        return delete_rows(emptied)
+    constraint = _events_to_sessions()
+    quote = connection.ops.quote_name
+    table = TraceSession._meta.db_table
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(f"DELETE FROM {table} WHERE steps = 0 AND id IN "
+                           f"(SELECT session_id FROM {_TOUCHED_TABLE})")
+            removed = cursor.rowcount
+            cursor.execute(f"SET CONSTRAINTS {quote(constraint)} IMMEDIATE")
+    except IntegrityError:
+        log.warning("erasure: a session's step count was not its number of events; every "
+                    "touched session is checked instead")
+        return delete_rows(emptied)
+    finally:
+        if not connection.needs_rollback:
+            with connection.cursor() as cursor:
+                cursor.execute(f"SET CONSTRAINTS {quote(constraint)} DEFERRED")
+    return removed + delete_rows(emptied.exclude(steps=0))
+
+
+_constraints: dict[str, str] = {}
+
+
+def _events_to_sessions() -> str:
+    """The name of the foreign key from events to their session (Django names it)."""
+    name = _constraints.get(connection.alias)
+    if name is None:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT conname FROM pg_constraint WHERE contype = 'f' "
+                           "AND conrelid = %s::regclass AND confrelid = %s::regclass",
+                           [Event._meta.db_table, TraceSession._meta.db_table])
+            name = _constraints[connection.alias] = cursor.fetchone()[0]
+    return name
 
 
 def _drop_steps(sessions: QuerySet, events: QuerySet, left_empty) -> None:
@@ -326,18 +435,21 @@ _TOUCHED_TABLE = "erasure_touched_sessions"
 
 def _touched_sessions(column: str, value: int) -> QuerySet:
     """The ids of the sessions that have an erased event, read once (with how many each has)
-    into a temporary table gone at commit, and given as a subquery of the table."""
-    if connection.vendor != "postgresql":
-        return (Event.objects.filter(**{column: value}).order_by()
-                .values_list("session_id", flat=True).distinct())
+    into a temporary table, and given as a subquery of the table.  Read once, not asked of the
+    events each time: after the events are deleted, the sessions they were in must still be
+    found (to remove those left empty)."""
+    postgres = connection.vendor == "postgresql"
     with connection.cursor() as cursor:
-        # An earlier erasure's, in the same outer transaction (retention erases several).
+        # An earlier erasure's, in the same outer transaction (retention erases several) or,
+        # on SQLite, where a temporary table lasts as long as the connection.
         cursor.execute(f"DROP TABLE IF EXISTS {_TOUCHED_TABLE}")
-        cursor.execute(f"CREATE TEMPORARY TABLE {_TOUCHED_TABLE} ON COMMIT DROP AS "
+        cursor.execute(f"CREATE TEMPORARY TABLE {_TOUCHED_TABLE} "
+                       f"{'ON COMMIT DROP ' if postgres else ''}AS "
                        f"SELECT session_id, count(*) AS events FROM {Event._meta.db_table} "
                        f"WHERE {connection.ops.quote_name(column)} = %s GROUP BY session_id",
                        [value])
-        cursor.execute(f"ANALYZE {_TOUCHED_TABLE}")
+        if postgres:
+            cursor.execute(f"ANALYZE {_TOUCHED_TABLE}")
     return TraceSession.objects.filter(
         pk__in=RawSQL(f"SELECT session_id FROM {_TOUCHED_TABLE}", [])).values_list("pk",
                                                                                    flat=True)

@@ -580,7 +580,7 @@ class _Store:
                 if len(stored) < len(rows) or counts is RECOUNT:
                     counts = vocabulary.counts_of(self.upload.workspace,
                                                   [_values_of(r) for r in stored])
-                vocabulary.record(self.upload.workspace, counts)
+                vocabulary.record(self.upload.workspace, counts, upload_id=self.upload.pk)
             Upload.objects.filter(pk=self.upload.pk).update(
                 lines_total=F("lines_total") + len(lines), lines_bad=F("lines_bad") + len(bad),
                 lines_ok=F("lines_ok") + len(lines - bad),

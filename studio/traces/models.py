@@ -58,6 +58,10 @@ class Upload(models.Model):
                                        on_delete=models.SET_NULL, related_name="+")
     audit_run = models.ForeignKey("audits.AuditRun", null=True, blank=True,
                                   on_delete=models.SET_NULL, related_name="+")
+    # Its events' part of the workspace's vocabulary is kept apart (``VocabularyShare``), so an
+    # erasure takes it off without reading the events: every upload created from migration
+    # traces 0009 on, and those a vocabulary rebuild counted; not the older ones.
+    vocabulary_shared = models.BooleanField(default=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["workspace", "sha256"],
@@ -134,12 +138,10 @@ class TraceSession(models.Model):
         constraints = [models.UniqueConstraint(fields=["workspace", "external_id"],
                                                name="session_id_unique_in_workspace")]
         ordering = ["id"]
-        # The live page's query: one page of a workspace's live sessions, most urgent first,
-        # most recently active first within each (``studio.web.live_pages``), read in index
-        # order whatever page is asked for.  Uploaded sessions are not in it.
-        indexes = [models.Index(
-            "workspace", "live_order", models.F("last_event_at").desc(nulls_last=True),
-            models.F("id").desc(), condition=models.Q(source="live"), name="live_session_order")]
+        # The live page's query (``studio.web.live_pages``: one page of a workspace's live
+        # sessions, most urgent first, most recently active first within each) reads the index
+        # live_session_order, which migration traces 0010 makes on Postgres only (SQLite cannot
+        # put NULLS LAST in an index).
 
     @property
     def is_open(self) -> bool:
@@ -201,9 +203,9 @@ class VocabularyEntry(models.Model):
     ``events`` how many stored events showed it there, ``examples`` up to five distinct values
     they held (paths only).  Added to as uploads are parsed and live events arrive, one upsert
     per batch that adds its counts (``studio.traces.vocabulary.record``); recounted from the
-    stored events by ``manage.py rebuild_vocabulary``.  An erasure subtracts what the erased
-    events counted and drops their examples in its own transaction (``studio.traces.erasure``),
-    then recounts after commit.  A path seen holding several JSON types has one row per type."""
+    stored events by ``manage.py rebuild_vocabulary``.  Each upload's part of it is kept apart
+    (``VocabularyShare``), which an erasure of the upload subtracts (``studio.traces.erasure``).
+    A path seen holding several JSON types has one row per type."""
 
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE,
                                   related_name="vocabulary")
@@ -245,3 +247,24 @@ class TraceSessionLink(models.Model):
         constraints = [models.UniqueConstraint(fields=["workspace", "trace_id"],
                                                name="one_session_per_trace")]
         indexes = [models.Index(fields=["workspace", "session"], name="trace_link_session_idx")]
+
+
+class VocabularyShare(models.Model):
+    """One upload's part of a vocabulary entry: how many of its events showed the entry, and up
+    to five distinct values they held, those of its first events (``VocabularyEntry.examples``
+    of the upload alone).  Written with the entry, in the same transaction, for every upload
+    batch (``studio.traces.vocabulary.record``).  An entry's ``events`` is the sum of its shares
+    and of the events no upload brought (live deliveries), which have no share.  Erasing an
+    upload subtracts its shares from their entries and gives those entries their examples again
+    from the other uploads' shares, without reading an event (``studio.traces.erasure``)."""
+
+    entry = models.ForeignKey(VocabularyEntry, on_delete=models.CASCADE, related_name="shares")
+    # (no index of its own: the unique (upload, entry) index serves the lookups by upload)
+    upload = models.ForeignKey(Upload, on_delete=models.CASCADE, related_name="+",
+                               db_index=False)
+    events = models.BigIntegerField(default=0)
+    examples = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["upload", "entry"],
+                                               name="vocabulary_share_once")]

@@ -13,6 +13,7 @@ from django.db import connection, connections  # noqa: F401 - connection: the sk
 from django.test import Client
 
 from studio.live.ingest import clear_caches, ingest
+from studio.traces.erasure import erase_session
 from studio.traces.formats.otlp_files import parse_otlp
 from studio.traces.models import Event, TraceSession, TraceSessionLink
 from tests.live.test_concurrency import race
@@ -160,6 +161,20 @@ def test_a_session_with_no_conflict_has_no_warning(workspace, token, owner):
     assert client.get(f"/api/w/{workspace.slug}/sessions/{session.pk}").json()["warnings"] == []
     assert "Traces that named two sessions" not in client.get(
         f"/w/{workspace.slug}/sessions/{session.pk}/").content.decode()
+
+
+@pytest.mark.django_db
+def test_erasing_a_session_forgets_which_traces_went_to_it(workspace, token):
+    """The trace's link names the session (maybe a person's conversation id): nothing of an
+    erased session stays behind; the other session's link stays."""
+    export(token, root_span("1000000000000000", 0, session="conv-erase"),
+           tool_span("1000000000000001", 1, "ship", {"order": 7}))
+    export(token, root_span("2000000000000000", 0, trace=T2, session="conv-keep"))
+    assert set(TraceSessionLink.objects.values_list("session", flat=True)) == {
+        "conv-erase", "conv-keep"}
+    erase_session(TraceSession.objects.get(external_id="conv-erase"))
+    assert list(TraceSessionLink.objects.values_list("session", flat=True)) == ["conv-keep"]
+    assert not TraceSession.objects.filter(external_id="conv-erase").exists()
 
 
 @pytest.mark.django_db

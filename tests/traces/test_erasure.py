@@ -8,6 +8,7 @@ import json
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.utils import timezone
@@ -266,3 +267,36 @@ def test_a_binary_file_fails_clearly(team, django_capture_on_commit_callbacks):
                   django_capture_on_commit_callbacks, audit=False)
     assert blob["status"] == "failed"
     assert "the file is binary, not a text log (it holds NUL bytes)" in blob["error"]
+
+
+@pytest.mark.parametrize("wrong", ["too low", "too high"])
+def test_sessions_are_kept_or_removed_by_their_events_even_when_a_step_count_is_wrong(
+        team, django_capture_on_commit_callbacks, monkeypatch, wrong):
+    """The sessions left with no event go, those with an event from elsewhere stay, whatever
+    their step counts say (the erasure trusts a count of 0 only once the database has checked
+    that no event points at the sessions it deletes)."""
+    capture = django_capture_on_commit_callbacks
+    auditor = client_for(team.auditor)
+    first = upload(auditor, jsonl(*({"session": session, "step": step, "labels": ["x"]}
+                                    for session, step in [("mixed", 0), ("mixed", 1),
+                                                          ("alone", 0)])), "first.jsonl", capture)
+    upload(auditor, jsonl({"session": "mixed", "step": 2, "labels": ["x"]}), "second.jsonl",
+           capture)
+    sessions = TraceSession.objects.filter(workspace=team.workspace)
+    if wrong == "too low":  # "mixed" looks emptied by the erasure (2 - 2), but keeps step 2
+        sessions.filter(external_id="mixed").update(steps=2)
+    else:  # "alone" looks as if it kept an event
+        sessions.filter(external_id="alone").update(steps=5)
+
+    assert first["events_stored"] == 3, first
+    warned = []
+    monkeypatch.setattr(erasure.log, "warning", lambda *args: warned.append(args))
+    with capture(execute=True):
+        erased = erasure.erase_upload(Upload.objects.get(pk=first["id"]))
+
+    assert (erased.events, erased.sessions, erased.sessions_removed) == (3, 2, 1)
+    assert list(sessions.values_list("external_id", flat=True)) == ["mixed"]
+    assert list(Event.objects.filter(workspace=team.workspace).values_list("step", flat=True)) \
+        == [2]
+    # On Postgres the count of 0 was refused, and said so (SQLite asks each session anyway).
+    assert bool(warned) == (wrong == "too low" and connection.vendor == "postgresql")

@@ -166,13 +166,17 @@ def test_the_log_lets_a_value_be_erased_and_refuses_every_other_change(team):  #
     assert entry.details == {"rule": "r", "name": ERASED, "steps": ERASED}
 
 
+@pytest.mark.parametrize("shared", [True, False], ids=["shares kept", "shares not kept"])
 @pytest.mark.parametrize("erased", ["most", "least"])
 def test_the_vocabulary_left_is_what_a_recount_finds_whichever_side_is_read(
-        team, django_capture_on_commit_callbacks, monkeypatch, erased):  # noqa: F811
-    """An erasure counts the smaller side: the erased events (their counts taken off), or the
-    events left when they are fewer (the entries set to their counts).  Either way the
-    vocabulary is then what a full recount finds."""
+        team, django_capture_on_commit_callbacks, monkeypatch, erased, shared):  # noqa: F811
+    """An upload whose share of the vocabulary is kept has it taken off, no event read.  One
+    stored before shares were kept (``vocabulary_shared`` false) has the smaller side counted:
+    the erased events (their counts taken off), or the events left when they are fewer (the
+    entries set to their counts).  Either way the vocabulary is then what a full recount
+    finds."""
     from studio.traces import erasure, vocabulary as stored
+    from studio.traces.models import Upload
 
     capture = django_capture_on_commit_callbacks
     auditor = client_for(team.auditor)
@@ -184,18 +188,28 @@ def test_the_vocabulary_left_is_what_a_recount_finds_whichever_side_is_read(
     least = upload(auditor, jsonl(
         {"session": "shared", "labels": ["x"], "output": {"tool": "pay", "args": {"n": "one"}}},
         {"session": "l", "labels": ["only_least"]}), "least.jsonl", capture, audit=False)
+    if not shared:
+        Upload.objects.filter(workspace=team.workspace).update(vocabulary_shared=False)
     before = vocabulary(team.workspace)
-    recounts = []
+    recounts, read = [], []
     monkeypatch.setattr(erasure, "recount_names_left", lambda workspace: recounts.append(1)
                         or stored.recount_names_left(workspace))
+    real_read = stored._read
+    monkeypatch.setattr(stored, "_read", lambda *a, **k: read.append(1) or real_read(*a, **k))
     gone = most if erased == "most" else least
     with capture(execute=False):
         answer = auditor.delete(f"/api/w/erase/uploads/{gone['id']}").json()
-    assert len(recounts) == (erased == "most")
+    assert len(recounts) == (not shared and erased == "most")
+    assert bool(read) == (not shared)
     left = vocabulary(team.workspace)
     gone_name = "only_most" if erased == "most" else "only_least"
     assert gone_name in {name for _, name, _, _ in before}
     assert gone_name not in {name for _, name, _, _ in left}
     assert answer["copies"]["vocabulary_entries"] == len(before) - len(left)
+    examples = {(e.kind, e.name, e.json_type, e.carrier): e.examples
+                for e in VocabularyEntry.objects.filter(workspace=team.workspace)}
     stored.rebuild(team.workspace)
     assert vocabulary(team.workspace) == left
+    if shared:  # the examples too, without the recount
+        assert examples == {(e.kind, e.name, e.json_type, e.carrier): e.examples
+                            for e in VocabularyEntry.objects.filter(workspace=team.workspace)}
