@@ -65,6 +65,11 @@ class GuardOut(Schema):
     max_resamples: int = Field(description="resamples (or re-prompts) of one step before the "
                                            "policy's fallback")
     learned_model: bool = Field(description="a learned risk model of the live rules was used")
+    not_yet_known: list[str] = Field(
+        default_factory=list,
+        description="rules for which whether this step leaves them impossible to meet is not "
+                    "known yet (searched in the background; asking again shortly has it): for "
+                    "these the decision rests on the exact check alone")
 
 
 _GUARD_BODY = {

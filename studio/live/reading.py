@@ -7,7 +7,7 @@ candidate next events would violate a rule, and what would remain to be done.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from studio.errors import ServiceError
@@ -66,8 +66,10 @@ def current_rules(session: TraceSession, context: Context) -> dict:
         rules = rule_states(live.monitor, violation_counts(live.monitor, live.counts),
                             open=session.is_open)
         # Anticipation (issue 17): the four-valued verdict over the whole session, and why.
-        for rule, complete in zip(rules, verdicts_now(live.monitor,
-                                                      ended=not session.is_open)):
+        # A state not decided yet is "not yet known" (complete None), searched off this
+        # request (issue 27, item 4).
+        for rule, complete in zip(rules, verdicts_now(live.monitor, ended=not session.is_open,
+                                                      wait=False)):
             rule.update(complete=complete["complete"], complete_reason=complete["reason"])
     note = ""
     if key != context.versions_key:
@@ -92,13 +94,21 @@ class SessionNow:
     state: dict | None
     previous: dict | None
     counts: dict[str, int]
+    # The monitors restored from ``state``, per rule set, never advanced (``monitor`` forks).
+    _bases: dict = field(default_factory=dict, repr=False, compare=False)
 
     def monitor(self, context: Context) -> FastSessionMonitor:
-        """A fresh copy of the session's monitors (the caller may advance it)."""
+        """A fresh copy of the session's monitors (the caller may advance it): restored from
+        ``state`` once, then forked (``SessionMonitor.fork``: nothing parsed again)."""
         with MONITOR_LOCK:
-            if self.state is None:
-                return FastSessionMonitor(context.ruleset, witnesses=False)
-            return FastSessionMonitor.from_json(context.ruleset, self.state, witnesses=False)
+            base = self._bases.get(id(context.ruleset))
+            if base is None:
+                base = (FastSessionMonitor(context.ruleset, witnesses=False)
+                        if self.state is None else
+                        FastSessionMonitor.from_json(context.ruleset, self.state,
+                                                     witnesses=False))
+                self._bases[id(context.ruleset)] = base
+            return base.fork()
 
     def monitor_event(self, clean: Clean, steps_ahead: int = 0) -> dict:
         return monitor_event(self.pk, self.steps + steps_ahead, clean.lifeline, clean.input,

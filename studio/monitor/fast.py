@@ -391,6 +391,11 @@ class FastSessionMonitor(SessionMonitor):
         # A bit per rule whose node does not sleep: it is looked at on every step.
         self._awake = sum(1 << i for i, node in enumerate(self._nodes) if not sleeps(node))
 
+    def _fork_memo(self, source: SessionMonitor) -> None:
+        self._nodes = list(source._nodes)   # interned: shared with every session
+        if isinstance(source._before, list):
+            self._before = list(source._before)
+
     # ``previous`` (the snapshot prev() reads) is kept as the values read from the last event
     # and built as SessionMonitor's nested dict only when someone asks for it (to_json).
 
