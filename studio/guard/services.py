@@ -27,13 +27,13 @@ from django.utils import timezone
 from studio.errors import PermissionDenied, ServiceError
 from studio.live.context import MONITOR_LOCK, Context, context_for
 from studio.live.events import Clean, ItemError, checked_session_id, clean_event
-from studio.live.reading import SessionNow, label_event, rules_if, session_now
+from studio.live.reading import SessionNow, label_event, session_now
 from studio.monitor.anticipation import NOT_YET_KNOWN_WORDS, doomed_now
 from studio.monitor.explain import residual_reading
 from studio.risk import guard as policy_rules
 from studio.risk.guard import ALLOW, ASK_HUMAN, STOP, Assessment, Policy, PolicyError
 from studio.risk.predictor import ANY_RULE
-from studio.risk.sampling import sample_risk
+from studio.risk.sampling import sample_risk, violated_rules
 from studio.rules.models import RuleSet
 from studio.rules.services import roles_of
 from studio.workspaces.acting import acting_user
@@ -215,9 +215,8 @@ def _model(workspace: Workspace, context: Context):
 
 def _assess(context: Context, now: SessionNow, event: dict, policy: Policy, model,
             sampled: dict | None, doomed_before: set[str],
-            unknown: set[str] | None = None) -> tuple[Assessment, list]:
-    """One candidate's assessment (``event``: the candidate, labelled), and the rules' states
-    after it.  ``doomed_before``: the rules no continuation of the session could meet before
+            unknown: set[str] | None = None) -> Assessment:
+    """One candidate's assessment (``event``: the candidate, labelled).  ``doomed_before``: the rules no continuation of the session could meet before
     the step (the same for every candidate); ``unknown`` collects the rules whose
     anticipation is not known yet after it (being searched off the request path)."""
     monitor = now.monitor(context)
@@ -240,9 +239,11 @@ def _assess(context: Context, now: SessionNow, event: dict, policy: Policy, mode
         doomed -= doomed_before
     if unknown is not None:
         unknown |= pending
-    rules = rules_if(context, now, monitor, changes)
-    violates = {r["rule"]: r["violates"] or r["rule"] in doomed for r in rules}
-    return Assessment(violates, sampled, learned, backed), rules
+    # Violated by the step: TRAC's verdict turning violated or a violation found (as
+    # ``rules_if`` says; only this is read here, so the rules' states are not built).
+    hit = violated_rules(changes) | doomed
+    violates = {rule.name: rule.name in hit for rule in context.ruleset.rules}
+    return Assessment(violates, sampled, learned, backed)
 
 
 def _labelled(context: Context, now: SessionNow, request: GuardRequest,
@@ -325,9 +326,8 @@ def guard(workspace: Workspace, session_external_id: str, document: Any, actor=N
     with MONITOR_LOCK:
         doomed, unknown = doomed_now(now.monitor(context))
     pending: set[str] = set()
-    proposed, _ = _assess(context, now, labelled[0][0], policy, model, sampled, doomed,
-                          pending)
-    others = [_assess(context, now, sample[0], policy, model, None, doomed)[0]
+    proposed = _assess(context, now, labelled[0][0], policy, model, sampled, doomed, pending)
+    others = [_assess(context, now, sample[0], policy, model, None, doomed)
               for sample in labelled[1:]]
     decision = policy_rules.decide(policy, proposed, others, request.attempt,
                                    _requires(now, context))

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -49,6 +50,7 @@ from .session import RuleSet, SessionMonitor
 
 
 MEMO_LIMIT = 50_000
+STORE_ASK_SECONDS = 1.0
 # Bumped when a change to the search could change a stored verdict (keys of ``store``).
 KEY_VERSION = "anticipation-1"
 
@@ -132,6 +134,7 @@ class Anticipator:
             except Exception:  # noqa: BLE001 - a store that does not answer: search again
                 self._stored = {}
         self.later = _LATER
+        self._asked: dict[tuple, float] = {}   # (rule, state key) -> when the store was asked
         self.handed_over = 0     # states handed to ``later``
         self.warmed = False      # ``anticipation_ahead.warm`` went through its states
 
@@ -191,10 +194,18 @@ class Anticipator:
         key = self._state_key(i, state, context)
         data = self._stored.get((self.keys[i], key))
         if data is None and ask_store:
-            try:
-                data = self.store.get(self.keys[i], key)
-            except Exception:  # noqa: BLE001 - not known, then
-                data = None
+            # Asked at most once a second per state (a state being searched elsewhere is
+            # asked for by every request until it is there).
+            now = time.monotonic()
+            asked = self._asked.get((i, key))
+            if asked is None or now - asked >= STORE_ASK_SECONDS:
+                if len(self._asked) >= MEMO_LIMIT:
+                    self._asked.clear()
+                self._asked[(i, key)] = now
+                try:
+                    data = self.store.get(self.keys[i], key)
+                except Exception:  # noqa: BLE001 - not known, then
+                    data = None
         if data is None:
             return None
         verdict = verdict_from_json(data)

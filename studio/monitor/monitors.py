@@ -19,7 +19,6 @@ rest of the run gives exactly the results of an uninterrupted one.
 
 from __future__ import annotations
 
-import copy
 
 from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
@@ -219,7 +218,8 @@ class Trac:
 
     def fork(self) -> Trac:
         """A copy that steps on independently (states are interned and shared)."""
-        other = copy.copy(self)
+        other = object.__new__(Trac)
+        other.__dict__.update(self.__dict__)
         other._w_steps = list(self._w_steps)
         other._w_labels = list(self._w_labels)
         other._w_states = list(self._w_states)
@@ -340,7 +340,8 @@ class TracR:
 
     def fork(self) -> TracR:
         """A copy that steps on independently."""
-        other = copy.copy(self)
+        other = object.__new__(TracR)
+        other.__dict__.update(self.__dict__)
         other.witness = list(self.witness)
         other.violations = list(self.violations)
         other.satisfactions = list(self.satisfactions)
@@ -555,7 +556,8 @@ class InstanceMonitor:
 
     def fork(self) -> InstanceMonitor:
         """A copy that steps on independently (obligations copied: their witnesses grow)."""
-        other = copy.copy(self)
+        other = object.__new__(InstanceMonitor)
+        other.__dict__.update(self.__dict__)
         other.groups = {state: [_Obligation(m.trigger, m.chain) for m in members]
                         for state, members in self.groups.items()}
         other.violations = list(self.violations)
