@@ -221,3 +221,32 @@ def test_background_searches_coalesce_and_fill_the_memo(pure):
     found.observe(event)
     assert found.permanently_violated() == {"refund"}
     assert found.not_yet_known() == set()
+
+
+def test_a_worker_decides_a_state_for_every_process(searches):
+    """With a broker the web process hands the state to ``worker.live.anticipate_state`` (its
+    body called here); the verdict it stores is known to a process that never searched it."""
+    from worker.live import anticipate_state
+
+    ruleset = RuleSet([("refund", WIDE)])
+    monitor = SessionMonitor(ruleset)
+    monitor.feed({"labels": ["tool_call:pay"]})
+    state = monitor.trac[0].state
+    memory = state.carry.values if state.carry is not None and state.residual.has_past else None
+    web = core.Anticipator(ruleset)
+    sent = []
+    web.later = lambda anticipator, i, s, c: sent.append((i, s, c))   # what is handed over
+    assert web.known(0, state, ()) is None
+    core.SessionAnticipation(monitor, web, resume=False, wait=False).observe()
+    assert sent == [(0, state, ())]
+
+    value = anticipate_state(WIDE, state.residual.text,
+                             list(memory) if memory is not None else None, [])
+    assert value == "permanently_violated"
+    other = core.Anticipator(RuleSet([("refund", WIDE)]))   # another process, after the worker
+    again = SessionMonitor(other.ruleset)
+    again.feed({"labels": ["tool_call:pay"]})
+    anticipation = core.SessionAnticipation(again, other, resume=False, wait=False)
+    anticipation.observe()
+    assert anticipation.permanently_violated() == {"refund"}
+    assert other.searches == 0
