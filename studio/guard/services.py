@@ -216,9 +216,10 @@ def _model(workspace: Workspace, context: Context):
 def _assess(context: Context, now: SessionNow, event: dict, policy: Policy, model,
             sampled: dict | None, doomed_before: set[str],
             unknown: set[str] | None = None) -> Assessment:
-    """One candidate's assessment (``event``: the candidate, labelled).  ``doomed_before``: the rules no continuation of the session could meet before
-    the step (the same for every candidate); ``unknown`` collects the rules whose
-    anticipation is not known yet after it (being searched off the request path)."""
+    """One candidate's assessment (``event``: the candidate, labelled).  ``doomed_before``:
+    the rules no continuation of the session could meet before the step, or not known yet
+    (the same for every candidate: the step is not blamed for them); ``unknown`` collects the
+    rules whose anticipation is not known yet after it (searched off the request path)."""
     monitor = now.monitor(context)
     learned, backed = None, False
     if model is not None:
@@ -325,6 +326,7 @@ def guard(workspace: Workspace, session_external_id: str, document: Any, actor=N
     sampled = _sampled(context, now, request, policy, labelled)
     with MONITOR_LOCK:
         doomed, unknown = doomed_now(now.monitor(context))
+    doomed |= unknown   # not known before the step: the step is not blamed for it
     pending: set[str] = set()
     proposed = _assess(context, now, labelled[0][0], policy, model, sampled, doomed, pending)
     others = [_assess(context, now, sample[0], policy, model, None, doomed)
@@ -332,8 +334,8 @@ def guard(workspace: Workspace, session_external_id: str, document: Any, actor=N
     decision = policy_rules.decide(policy, proposed, others, request.attempt,
                                    _requires(now, context))
     answer = decision.to_json()
-    # Rules whose anticipation is not known yet for this step: decided on the exact check of
-    # progression alone, and said so (never a guess).
+    # Rules whose anticipation is not known yet (before or after this step): decided on the
+    # exact check alone, and said so (never a guess).
     pending |= unknown
     answer["not_yet_known"] = sorted(pending)
     if pending:

@@ -81,8 +81,8 @@ def _ask(agent, session, body):
     return response.json()
 
 
-def test_the_first_guard_request_does_not_search_and_a_later_one_knows(workspace, owner,  # noqa: F811
-                                                                        searches):
+def test_the_first_guard_request_does_not_search_and_a_later_one_knows(
+        workspace, owner, searches):  # noqa: F811
     approve(workspace, owner, "refund_owed", WIDE)
     agent = _agent(workspace, owner)
     _idle()  # what approval searched ahead (the rule's start) is done
