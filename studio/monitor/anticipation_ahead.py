@@ -3,7 +3,8 @@
 ``BackgroundSearches`` is one daemon thread per process that decides the states requests met
 undecided (``Anticipator.not_yet`` hands them here): each state once however many requests ask
 (coalesced while queued or running), holding the monitors' lock but letting go of it every few
-dozen steps of a search, so a request waits for at most one such slice, never for a search.
+dozen steps of a search (for as long as the slice took), so a request waits for at most one
+such slice, never for a search, and the thread takes at most about half of the process's time.
 
 ``reachable`` lists the states a rule's monitor reaches from its start (breadth first, over the
 steps its atoms and data atoms allow, up to a bound); ``warm`` decides them, so that the states
@@ -116,6 +117,7 @@ class BackgroundSearches:
         self.decided = 0             # states decided here
         self.threads: set[int] = set()   # the threads searches ran on (for tests)
         self._busy = 0
+        self._slice = time.monotonic()   # when the current slice of work began
 
     # Called on the request's thread: cheap, never searches.
     def __call__(self, anticipator: Anticipator, i: int, state, context) -> None:
@@ -150,14 +152,20 @@ class BackgroundSearches:
         return True
 
     def _pause(self) -> None:
+        """Let go of the lock and of the interpreter for as long as the slice of work since
+        the last pause took (at least ``PAUSE_SECONDS``): the thread takes at most about half
+        of the time requests of this process could use."""
+        worked = time.monotonic() - self._slice
         self.lock.release()
         try:
-            time.sleep(PAUSE_SECONDS)
+            time.sleep(min(max(worked, PAUSE_SECONDS), 0.05))
         finally:
             self.lock.acquire()
+            self._slice = time.monotonic()
 
     def _run_job(self, job: tuple) -> None:
         self.threads.add(threading.get_ident())
+        self._slice = time.monotonic()
         if job[0] == "warm":
             self.decided += warm(job[1], self.lock, job[2], pause=self._pause)
             return
