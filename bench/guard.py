@@ -283,13 +283,16 @@ def _compare(args) -> int:
     finally:
         server.terminate()
         server.wait(timeout=30)
-    with psycopg.connect(DB_URL) as conn:
-        unknown = conn.execute("SELECT count(*) FROM guard_guarddecision WHERE "
-                               "jsonb_array_length(coalesce(answer->'not_yet_known', "
-                               "'[]'::jsonb)) > 0").fetchone()[0]
-        stored = conn.execute("SELECT count(*) FROM rules_anticipatedverdict").fetchone()[0]
-    print(f"guard answers with a rule's anticipation not yet known (warm-up included): "
-          f"{unknown}; anticipatory verdicts stored: {stored}")
+    try:
+        with psycopg.connect(DB_URL) as conn:
+            unknown = conn.execute("SELECT count(*) FROM guard_guarddecision WHERE "
+                                   "jsonb_array_length(coalesce(answer->'not_yet_known', "
+                                   "'[]'::jsonb)) > 0").fetchone()[0]
+            stored = conn.execute("SELECT count(*) FROM rules_anticipatedverdict").fetchone()[0]
+        print(f"guard answers with a rule's anticipation not yet known (warm-up included): "
+              f"{unknown}; anticipatory verdicts stored: {stored}")
+    except psycopg.errors.UndefinedTable:   # a version of the studio before issue 27, item 4
+        pass
     print("\nsummary (one server, one run; latency from the due time):")
     print("| phase | rate | p50 | p99 | server CPU / request | goal |")
     print("|---|---|---|---|---|---|")
