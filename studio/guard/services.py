@@ -15,7 +15,7 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -275,8 +275,30 @@ def _sampled(context: Context, now: SessionNow, request: GuardRequest, policy: P
         return None
     with MONITOR_LOCK:   # the monitors intern formulas: one thread at a time
         answer = sample_risk(context.ruleset, None, labelled, policy.horizon,
-                             monitor=now.monitor(context))
+                             monitor=now.monitors(context))
     return answer.risk
+
+
+class _Others(Sequence):
+    """The other candidates' assessments, made the first time the decision reads one (most
+    decisions - allow, resample, inject - never do)."""
+
+    def __init__(self, make: Callable[[], list[Assessment]], count: int):
+        self._make, self._count, self._made = make, count, None
+
+    def _all(self) -> list[Assessment]:
+        if self._made is None:
+            self._made = self._make()
+        return self._made
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __getitem__(self, index):
+        return self._all()[index]
+
+    def __iter__(self):
+        return iter(self._all())
 
 
 def _requires(now: SessionNow, context: Context):
@@ -325,12 +347,12 @@ def guard(workspace: Workspace, session_external_id: str, document: Any, actor=N
     labelled = _labelled(context, now, request, policy)
     sampled = _sampled(context, now, request, policy, labelled)
     with MONITOR_LOCK:
-        doomed, unknown = doomed_now(now.monitor(context))
+        doomed, unknown = doomed_now(now.monitors(context))
     doomed |= unknown   # not known before the step: the step is not blamed for it
     pending: set[str] = set()
     proposed = _assess(context, now, labelled[0][0], policy, model, sampled, doomed, pending)
-    others = [_assess(context, now, sample[0], policy, model, None, doomed)
-              for sample in labelled[1:]]
+    others = _Others(lambda: [_assess(context, now, sample[0], policy, model, None, doomed)
+                              for sample in labelled[1:]], len(labelled) - 1)
     decision = policy_rules.decide(policy, proposed, others, request.attempt,
                                    _requires(now, context))
     answer = decision.to_json()

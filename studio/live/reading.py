@@ -101,6 +101,11 @@ class SessionNow:
         """A fresh copy of the session's monitors (the caller may advance it): restored from
         ``state`` once, then forked (``SessionMonitor.fork``: nothing parsed again)."""
         with MONITOR_LOCK:
+            return self.monitors(context).fork()
+
+    def monitors(self, context: Context) -> FastSessionMonitor:
+        """The session's monitors as they stand, to read only (never advance them)."""
+        with MONITOR_LOCK:
             base = self._bases.get(id(context.ruleset))
             if base is None:
                 base = (FastSessionMonitor(context.ruleset, witnesses=False)
@@ -108,7 +113,7 @@ class SessionNow:
                         FastSessionMonitor.from_json(context.ruleset, self.state,
                                                      witnesses=False))
                 self._bases[id(context.ruleset)] = base
-            return base.fork()
+            return base
 
     def monitor_event(self, clean: Clean, steps_ahead: int = 0) -> dict:
         return monitor_event(self.pk, self.steps + steps_ahead, clean.lifeline, clean.input,
