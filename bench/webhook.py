@@ -240,6 +240,7 @@ def run_load(spec: dict, requests: list | None = None, check=None) -> dict:
     warm, measured = requests[:spec["warmup"]], requests[spec["warmup"]:]
     for path, body, headers in warm:  # compile the rule set in every worker; not measured
         _send(port, path, body, headers)
+    time.sleep(spec.get("settle", 0))  # work the warm-up started in the background, finished
     due: queue.Queue = queue.Queue()
     latencies: list[float] = []
     service: list[float] = []

@@ -44,6 +44,8 @@ PARSE_UPLOAD = "worker.uploads.parse_upload_task"
 REBUILD_VOCABULARY = "worker.uploads.rebuild_vocabulary_task"
 RUN_AUDIT_BATCH = "worker.audits.run_audit_batch"
 LEARN_RISK_MODEL = "worker.guard.learn_risk_model"
+ANTICIPATE_STATE = "worker.live.anticipate_state"
+WARM_ANTICIPATION = "worker.live.warm_anticipation"
 
 __all__ = ["BrokerUnavailable", "app", "enqueue", "enqueue_each", "PARSE_UPLOAD",
            "REBUILD_VOCABULARY", "RUN_AUDIT_BATCH", "LEARN_RISK_MODEL"]

@@ -100,3 +100,18 @@ def models_learned_in_the_request():
     # result.  tests/guard/test_background_learning.py tests the background path itself.
     with override_settings(GUARD_MODEL_IN_BACKGROUND=False):
         yield
+
+
+@pytest.fixture(autouse=True)
+def anticipation_searches_done(request):
+    """Searches a test's rules set off in the background (``studio.live.anticipation``: at
+    approval, and states requests met undecided) finish before the next test, whose tables
+    they would otherwise write into (and before the test database is dropped)."""
+    yield
+    if "django_db_setup" not in request.fixturenames:
+        return
+    from studio.live import anticipation
+
+    background = anticipation.background()
+    if background is not None:
+        background.idle(120)

@@ -4,6 +4,8 @@ sweep of models whose worker was lost; ids in, the service does the work."""
 from celery import shared_task
 
 from studio.guard import learning
+from studio.guard.models import LearnedRiskModel
+from studio.live import anticipation
 
 
 # At most once (not acknowledged late): a worker lost while learning leaves the record running,
@@ -13,7 +15,14 @@ from studio.guard import learning
 # (learning._enqueue), from settings.GUARD_MODEL_TIME_LIMIT.
 @shared_task(acks_late=False)
 def learn_risk_model(record_id: int) -> str:
-    return learning.learn_model(record_id)
+    status = learning.learn_model(record_id)
+    if status == "ready":
+        # The live rules' first states searched ahead too (issue 27, item 4), off any request.
+        workspace_id = (LearnedRiskModel.objects.filter(pk=record_id)
+                        .values_list("workspace_id", flat=True).first())
+        if workspace_id is not None:
+            anticipation.warm_workspace(workspace_id)
+    return status
 
 
 @shared_task

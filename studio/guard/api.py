@@ -76,6 +76,11 @@ class GuardOut(Schema):
         description="rules whose learned risk reached the threshold but is not backed by the "
                     "PAC bound, so it was reported and not acted on (unless the policy's "
                     "act_on_unbacked is true)")
+    not_yet_known: list[str] = Field(
+        default_factory=list,
+        description="rules for which whether this step leaves them impossible to meet is not "
+                    "known yet (searched in the background; asking again shortly has it): for "
+                    "these the decision rests on the exact check alone")
 
 
 _GUARD_BODY = {

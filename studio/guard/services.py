@@ -15,7 +15,7 @@ import json
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -28,14 +28,13 @@ from studio.errors import PermissionDenied, ServiceError
 from studio.live.context import MONITOR_LOCK, Context, context_for
 from studio.live.events import Clean, ItemError, checked_session_id, clean_event
 from studio.live import storage
-from studio.live.reading import SessionNow, label_event, rules_if, session_now
-from studio.monitor import FastSessionMonitor
-from studio.monitor.anticipation import permanently_violated
+from studio.live.reading import SessionNow, label_event, session_now
+from studio.monitor.anticipation import NOT_YET_KNOWN_WORDS, doomed_now
 from studio.monitor.explain import residual_reading
 from studio.risk import guard as policy_rules
 from studio.risk.guard import ALLOW, ASK_HUMAN, STOP, Assessment, Policy, PolicyError
 from studio.risk.predictor import ANY_RULE
-from studio.risk.sampling import sample_risk
+from studio.risk.sampling import sample_risk, violated_rules
 from studio.rules.models import RuleSet
 from studio.rules.services import roles_of
 from studio.workspaces.acting import acting_user
@@ -215,12 +214,14 @@ def _model(workspace: Workspace, context: Context):
     return current_model(workspace, context.versions_key)
 
 
-def _assess(context: Context, now: SessionNow, raw: Any, continuation: list,
-            field: str, policy: Policy, model, sampled: dict | None) -> tuple[Assessment, list]:
-    """One candidate's assessment, and the rules' states after it."""
-    clean = _clean(raw, now.external_id, field)
+def _assess(context: Context, now: SessionNow, event: dict, policy: Policy, model,
+            sampled: dict | None, doomed_before: set[str],
+            unknown: set[str] | None = None) -> Assessment:
+    """One candidate's assessment (``event``: the candidate, labelled).  ``doomed_before``:
+    the rules no continuation of the session could meet before the step, or not known yet
+    (the same for every candidate: the step is not blamed for them); ``unknown`` collects the
+    rules whose anticipation is not known yet after it (searched off the request path)."""
     monitor = now.monitor(context)
-    event = label_event(context, now.monitor_event(clean), now.previous)
     learned, backed = None, False
     if model is not None:
         # The horizon counts the proposed step as the first (as sampling does); the model's
@@ -231,14 +232,20 @@ def _assess(context: Context, now: SessionNow, raw: Any, continuation: list,
         learned = {name: value for name, value in answer.risk.items() if name != ANY_RULE}
         backed = answer.backed
     with MONITOR_LOCK:
-        doomed = permanently_violated(monitor)
         changes = monitor.feed(event)
         # Anticipation (issue 17): a step after which no continuation can satisfy a rule
-        # violates it, even where progression has not reached false.
-        doomed = permanently_violated(monitor, event) - doomed
-    rules = rules_if(context, now, monitor, changes)
-    violates = {r["rule"]: r["violates"] or r["rule"] in doomed for r in rules}
-    return Assessment(violates, sampled, learned, backed), rules
+        # violates it, even where progression has not reached false.  A state never decided
+        # before is not searched here (issue 27, item 4): it is not yet known, and searched
+        # off the request path.
+        doomed, pending = doomed_now(monitor, event)
+        doomed -= doomed_before
+    if unknown is not None:
+        unknown |= pending
+    # Violated by the step: TRAC's verdict turning violated or a violation found (as
+    # ``rules_if`` says; only this is read here, so the rules' states are not built).
+    hit = violated_rules(changes) | doomed
+    violates = {rule.name: rule.name in hit for rule in context.ruleset.rules}
+    return Assessment(violates, sampled, learned, backed)
 
 
 def _recent(now: SessionNow, model) -> list:
@@ -251,12 +258,10 @@ def _recent(now: SessionNow, model) -> list:
     return [storage.event_before(now.pk, now.steps)] if now.pk is not None else []
 
 
-def _sampled(context: Context, now: SessionNow, request: GuardRequest,
-             policy: Policy) -> dict | None:
-    """TRAC_P+I: the share of samples (the proposed event and the other candidates, each with
-    its continuation) whose extension violates each rule within the horizon."""
-    if not request.continuation and not request.candidates:
-        return None
+def _labelled(context: Context, now: SessionNow, request: GuardRequest,
+              policy: Policy) -> list[list[dict]]:
+    """Every sample (the proposed event, then each other candidate), each its candidate then
+    its continuation within the horizon, checked and labelled (each event once)."""
     samples = [[request.event, *request.continuation]]
     samples += [[event, *continuation] for event, continuation in request.candidates]
     labelled = []
@@ -270,10 +275,41 @@ def _sampled(context: Context, now: SessionNow, request: GuardRequest,
             steps.append(label_event(context, event, previous))
             previous = event
         labelled.append(steps)
+    return labelled
+
+
+def _sampled(context: Context, now: SessionNow, request: GuardRequest, policy: Policy,
+             labelled: list[list[dict]]) -> dict | None:
+    """TRAC_P+I: the share of samples (the proposed event and the other candidates, each with
+    its continuation) whose extension violates each rule within the horizon."""
+    if not request.continuation and not request.candidates:
+        return None
     with MONITOR_LOCK:   # the monitors intern formulas: one thread at a time
-        answer = sample_risk(context.ruleset, now.state, labelled, policy.horizon,
-                             monitor_class=FastSessionMonitor)
+        answer = sample_risk(context.ruleset, None, labelled, policy.horizon,
+                             monitor=now.monitors(context))
     return answer.risk
+
+
+class _Others(Sequence):
+    """The other candidates' assessments, made the first time the decision reads one (most
+    decisions - allow, resample, inject - never do)."""
+
+    def __init__(self, make: Callable[[], list[Assessment]], count: int):
+        self._make, self._count, self._made = make, count, None
+
+    def _all(self) -> list[Assessment]:
+        if self._made is None:
+            self._made = self._make()
+        return self._made
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __getitem__(self, index):
+        return self._all()[index]
+
+    def __iter__(self):
+        return iter(self._all())
 
 
 def _requires(now: SessionNow, context: Context):
@@ -320,15 +356,26 @@ def guard(workspace: Workspace, session_external_id: str, document: Any, actor=N
     policy = effective_policy(workspace)
     now = session_now(workspace, session, context)
     model = _model(workspace, context)
-    sampled = _sampled(context, now, request, policy)
-    proposed, _ = _assess(context, now, request.event, request.continuation, "event", policy,
-                          model, sampled)
-    others = [_assess(context, now, event, continuation, f"candidates[{i}].event", policy,
-                      model, None)[0]
-              for i, (event, continuation) in enumerate(request.candidates)]
+    labelled = _labelled(context, now, request, policy)
+    sampled = _sampled(context, now, request, policy, labelled)
+    with MONITOR_LOCK:
+        doomed, unknown = doomed_now(now.monitors(context))
+    doomed |= unknown   # not known before the step: the step is not blamed for it
+    pending: set[str] = set()
+    proposed = _assess(context, now, labelled[0][0], policy, model, sampled, doomed, pending)
+    others = _Others(lambda: [_assess(context, now, sample[0], policy, model, None, doomed)
+                              for sample in labelled[1:]], len(labelled) - 1)
     decision = policy_rules.decide(policy, proposed, others, request.attempt,
                                    _requires(now, context))
     answer = decision.to_json()
+    # Rules whose anticipation is not known yet (before or after this step): decided on the
+    # exact check alone, and said so (never a guess).
+    pending |= unknown
+    answer["not_yet_known"] = sorted(pending)
+    if pending:
+        answer["reason"] += (f"; whether this step leaves {', '.join(sorted(pending))} "
+                             f"impossible to meet is {NOT_YET_KNOWN_WORDS} (worked out in the "
+                             "background; asking again shortly has it)")
     answer["session"] = session
     answer["steps"] = now.steps
     answer["learned_model"] = model is not None

@@ -22,6 +22,10 @@ class LiveConfig(AppConfig):
                                 dispatch_uid=f"live-del-{model.__name__}")
         m2m_changed.connect(forget_contexts, sender=RuleSet.rules.through,
                             dispatch_uid="live-ruleset-rules")
+        # Anticipation searched ahead and off the request path (anticipation).
+        from .anticipation import connect
+
+        connect()
         # The causal guards live choice events are decided with (causal_guards).
         post_save.connect(forget_declarations, sender=CausalGuard, dispatch_uid="live-guard")
         post_delete.connect(forget_declarations, sender=CausalGuard,

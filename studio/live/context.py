@@ -37,6 +37,8 @@ _LABELINGS: LruCache[tuple, Labeling] = LruCache(_LABELINGS_MAX)
 # server processes follow within the TTL, and a session whose saved state was made for other
 # versions is rebuilt by replay, so results never mix rule versions.
 _CONTEXTS: dict[int, tuple[float, Context]] = {}
+# Called with each context this process builds (``anticipation`` searches its rules ahead).
+ON_BUILT: list = []
 
 
 def clear() -> None:
@@ -118,6 +120,8 @@ def context_for(workspace: Workspace) -> Context:
             return cached[1]
     versions = live_versions(workspace)
     context = Context(versions, cached_ruleset(versions), _labeling(workspace))
+    for hook in ON_BUILT:
+        hook(context)
     if ttl > 0:
         with _CACHE_LOCK:
             _CONTEXTS[workspace.pk] = (time.monotonic() + ttl, context)

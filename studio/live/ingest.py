@@ -145,12 +145,13 @@ def _ingest_once(workspace: Workspace, external_id: str, valid: list[tuple[int, 
                               "step": step, "changes": changes})
             counts = violation_counts(monitor, live.counts)
             rules = rule_states(monitor, counts, open=not locked.ended)
-            # The session's place on the live page, stored with what changed it.
+            # The session's place on the live page, stored with what changed it (a rule whose
+            # anticipation is not known yet counts as open: the delivery does not wait for it).
             order = None
             if rows or restored.rebuilt:
                 order = attention.rank(
                     [{**rule, "complete": now["complete"]} for rule, now in
-                     zip(rules, verdicts_now(monitor, ended=locked.ended))],
+                     zip(rules, verdicts_now(monitor, ended=locked.ended, wait=False))],
                     open=not locked.ended, counting=context.counting)
             monitor.forget_history()
         # The causal guards of choice events (multi-agent sessions): see causal_guards.

@@ -7,7 +7,7 @@ candidate next events would violate a rule, and what would remain to be done.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from studio.errors import ServiceError
@@ -63,7 +63,7 @@ def current_rules(session: TraceSession, context: Context) -> dict:
         return {"rules": [], "note": "a labeler could not label the latest events; retry later"}
     with MONITOR_LOCK:
         rules = rules_now(live.monitor, violation_counts(live.monitor, live.counts),
-                          open=session.is_open)
+                          open=session.is_open, wait=False)
     note = ""
     if key != context.versions_key:
         note = ("monitored against earlier rule versions; the next event re-monitors the "
@@ -87,13 +87,26 @@ class SessionNow:
     state: dict | None
     previous: dict | None
     counts: dict[str, int]
+    # The monitors restored from ``state``, per rule set, never advanced (``monitor`` forks).
+    _bases: dict = field(default_factory=dict, repr=False, compare=False)
 
     def monitor(self, context: Context) -> FastSessionMonitor:
-        """A fresh copy of the session's monitors (the caller may advance it)."""
+        """A fresh copy of the session's monitors (the caller may advance it): restored from
+        ``state`` once, then forked (``SessionMonitor.fork``: nothing parsed again)."""
         with MONITOR_LOCK:
-            if self.state is None:
-                return FastSessionMonitor(context.ruleset, witnesses=False)
-            return FastSessionMonitor.from_json(context.ruleset, self.state, witnesses=False)
+            return self.monitors(context).fork()
+
+    def monitors(self, context: Context) -> FastSessionMonitor:
+        """The session's monitors as they stand, to read only (never advance them)."""
+        with MONITOR_LOCK:
+            base = self._bases.get(id(context.ruleset))
+            if base is None:
+                base = (FastSessionMonitor(context.ruleset, witnesses=False)
+                        if self.state is None else
+                        FastSessionMonitor.from_json(context.ruleset, self.state,
+                                                     witnesses=False))
+                self._bases[id(context.ruleset)] = base
+            return base
 
     def monitor_event(self, clean: Clean, steps_ahead: int = 0) -> dict:
         return monitor_event(self.pk, self.steps + steps_ahead, clean.lifeline, clean.input,

@@ -135,11 +135,14 @@ def rule_states(monitor: SessionMonitor, counts: dict[str, int], open: bool = Tr
     return out
 
 
-def rules_now(monitor: SessionMonitor, counts: dict[str, int], open: bool) -> list[dict]:
+def rules_now(monitor: SessionMonitor, counts: dict[str, int], open: bool,
+              wait: bool = False) -> list[dict]:
     """``rule_states`` with each rule's four-valued verdict over the whole session and why
-    (``complete``, ``complete_reason``: the anticipation, issue 17).  Under MONITOR_LOCK."""
+    (``complete``, ``complete_reason``: the anticipation, issue 17).  Under MONITOR_LOCK.  A
+    request does not wait for a state never searched (issue 27, item 4): its ``complete`` is
+    None ("not yet known") and the search runs off the request path."""
     rules = rule_states(monitor, counts, open=open)
-    for rule, complete in zip(rules, verdicts_now(monitor, ended=not open)):
+    for rule, complete in zip(rules, verdicts_now(monitor, ended=not open, wait=wait)):
         rule.update(complete=complete["complete"], complete_reason=complete["reason"])
     return rules
 

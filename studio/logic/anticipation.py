@@ -132,24 +132,37 @@ class RuleAnticipation:
         return self.frames.calls if self.frames is not None else 0
 
     def verdict(self, residual: Formula, memory: Sequence[bool] | None = None,
-                context: tuple = ()) -> Verdict:
+                context: tuple = (), pause=None) -> Verdict:
         """The verdict of the state: ``memory`` are the past nodes' values (aligned with
         ``past_nodes``; None when the residual reads no past node), ``context`` the data
-        context (``smt.Frames.context_of``)."""
-        key = (residual, tuple(memory) if memory is not None and residual.has_past else None,
-               context)
+        context (``smt.Frames.context_of``); ``pause``: called now and then during a search
+        (``review._search``)."""
+        key = self._key(residual, memory, context)
         found = self._cache.get(key)
         self.lookups += 1
         if found is None:
-            found = self._decide(residual, key[1], context)
-            if len(self._cache) >= self.cache_limit:
-                self._cache.clear()
-            self._cache[key] = found
+            found = self._decide(residual, key[1], context, pause)
+            self.remember(residual, memory, context, found)
         return found
+
+    @staticmethod
+    def _key(residual: Formula, memory, context) -> tuple:
+        return (residual, tuple(memory) if memory is not None and residual.has_past else None,
+                context)
+
+    def cached(self, residual: Formula, memory=None, context: tuple = ()) -> Verdict | None:
+        """The verdict when this state was decided before, else None (no search)."""
+        return self._cache.get(self._key(residual, memory, context))
+
+    def remember(self, residual: Formula, memory, context: tuple, verdict: Verdict) -> None:
+        """Keep a verdict decided elsewhere (another process, read back from a store)."""
+        if len(self._cache) >= self.cache_limit:
+            self._cache.clear()
+        self._cache[self._key(residual, memory, context)] = verdict
 
     # -- deciding ----------------------------------------------------------------------------
 
-    def _decide(self, residual: Formula, memory, context) -> Verdict:
+    def _decide(self, residual: Formula, memory, context, pause=None) -> Verdict:
         current = residual.empty_value
         if residual is TRUE:
             return Verdict(PERMANENTLY_SATISFIED, True, "met: nothing more is required")
@@ -160,7 +173,8 @@ class RuleAnticipation:
             return Verdict(fallback, False, f"not anticipated: {self.outside}")
         self.searches += 1
         try:
-            found = self.search(residual, memory, context, satisfying=not current)
+            found = self.search(residual, memory, context, satisfying=not current,
+                                pause=pause)
         except ReviewLimitError:
             return Verdict(fallback, False, "not anticipated: the rule reads too many atoms "
                                             "for the search")
@@ -182,7 +196,7 @@ class RuleAnticipation:
         return Verdict(PERMANENTLY_VIOLATED, True,
                        "nothing the agent does later can meet it" + self._conflict(residual))
 
-    def search(self, residual: Formula, memory, context, satisfying: bool):
+    def search(self, residual: Formula, memory, context, satisfying: bool, pause=None):
         """A shortest continuation of at least one step that makes ``residual`` true
         (``satisfying``) or false, as a ``review.SearchResult`` (the empty continuation's verdict
         is the residual's ``empty_value``)."""
@@ -198,7 +212,7 @@ class RuleAnticipation:
                        max_length=MAX_LENGTH, allow_empty=False,
                        state_cap=self.state_budget,
                        what="satisfies it" if satisfying else "violates it",
-                       start=((abstract,), values, context), expand=expand)
+                       start=((abstract,), values, context), expand=expand, pause=pause)
 
     def _expander(self, abstract: Formula):
         return data_expander(self.frames, [abstract])

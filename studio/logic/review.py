@@ -344,9 +344,13 @@ Goal = Callable[[tuple[bool, ...]], bool]
 ROOT = ("root",)  # the key of the start state before any step
 
 
+PAUSE_EVERY = 64
+
+
 def _search(formulas: Sequence[Formula], goal: Goal, settled: Callable[[tuple], bool],
             max_length: int, allow_empty: bool, state_cap: int, what: str, *,
-            start: tuple | None = None, expand: Callable | None = None) -> SearchResult:
+            start: tuple | None = None, expand: Callable | None = None,
+            pause: Callable[[], None] | None = None) -> SearchResult:
     """A shortest non-empty trace on which ``goal`` holds of the formulas' verdicts.
 
     ``settled(residuals)`` says that no continuation from those residuals can reach the goal, so
@@ -357,7 +361,8 @@ def _search(formulas: Sequence[Formula], goal: Goal, settled: Callable[[tuple], 
     atoms abstracted, the past nodes' memory as a dict (or None) and a hashable context that
     becomes part of every state - and ``expand(residuals, carry, context)``, when given, yields
     ``(letter, next residuals, next carry, next context)`` in place of the letters over the atoms
-    (the data fragment's steps).
+    (the data fragment's steps).  ``pause``, when given, is called every ``PAUSE_EVERY``
+    transitions (a search off the request path lets other threads have the lock it holds).
     """
     if max_length < 0:
         raise ValueError("max_length must be at least 0")
@@ -421,6 +426,8 @@ def _search(formulas: Sequence[Formula], goal: Goal, settled: Callable[[tuple], 
                 nxt = state_of(tuple(_absorb(r) for r in next_residuals), next_carry,
                                next_context)
                 transitions += 1
+                if pause is not None and not transitions % PAUSE_EVERY:
+                    pause()
                 if transitions >= TRANSITION_CAP:
                     return result(None, "state_cap", depth - 1)
                 if nxt in parents:

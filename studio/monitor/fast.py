@@ -390,6 +390,41 @@ class FastSessionMonitor(SessionMonitor):
         self._data, self._keys = compile_for_fast(ruleset)
         # A bit per rule whose node does not sleep: it is looked at on every step.
         self._awake = sum(1 << i for i, node in enumerate(self._nodes) if not sleeps(node))
+        # A bit per rule whose monitors are shared with a fork (``fork``: copy on write).
+        self._shared = 0
+
+    def fork(self) -> FastSessionMonitor:
+        """``SessionMonitor.fork``, copy on write: the fork shares every rule's monitors with
+        this one until a step changes them (then that rule's are copied, by whichever of the
+        two steps first), so a candidate step that moves three of twenty rules copies three."""
+        other = object.__new__(type(self))
+        other.__dict__.update(self.__dict__)
+        other.trac = list(self.trac)
+        other.violation_monitors = list(self.violation_monitors)
+        other._nodes = list(self._nodes)   # interned: shared with every session
+        self._shared = other._shared = (1 << len(self.trac)) - 1
+        return other
+
+    def _own(self, i: int) -> None:
+        """Copy rule ``i``'s monitors if they are shared with a fork (before changing them)."""
+        self.trac[i] = self.trac[i].fork()
+        self.violation_monitors[i] = self.violation_monitors[i].fork()
+        self._shared &= ~(1 << i)
+
+    def _own_all(self) -> None:
+        for i in range(len(self.trac)):
+            if self._shared >> i & 1:
+                self._own(i)
+
+    def _sync(self) -> None:
+        if self._shared:
+            self._own_all()
+        super()._sync()
+
+    def forget_history(self) -> None:
+        if self._shared:
+            self._own_all()
+        super().forget_history()
 
     # ``previous`` (the snapshot prev() reads) is kept as the values read from the last event
     # and built as SessionMonitor's nested dict only when someone asks for it (to_json).
@@ -473,6 +508,8 @@ class FastSessionMonitor(SessionMonitor):
                                                  changes)
                 else:
                     nxt, trac_changes, other_step = move
+                    if (trac_changes or other_step) and self._shared >> i & 1:
+                        self._own(i)
                     if trac_changes:
                         trac = self.trac[i]
                         trac.steps = step  # skipped steps left the counters behind
@@ -513,6 +550,8 @@ class FastSessionMonitor(SessionMonitor):
     def _learn(self, i: int, node: RuleNode, step: int, labels: frozenset, key: int,
                input: Any, output: Any, changes: list | None) -> RuleNode:
         """Run rule ``i``'s monitors on a step its node has not met, and remember the move."""
+        if self._shared >> i & 1:
+            self._own(i)
         trac, other = self.trac[i], self.violation_monitors[i]
         self._run_rule(trac, other, step, labels, input, output,
                        changes if changes is not None else [])

@@ -19,6 +19,7 @@ rest of the run gives exactly the results of an uninterrupted one.
 
 from __future__ import annotations
 
+
 from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
 from typing import Any, NamedTuple
@@ -215,6 +216,16 @@ class Trac:
                 "witness": [w.to_json() for w in self.witness],
                 "witness_dropped": self.witness_dropped}
 
+    def fork(self) -> Trac:
+        """A copy that steps on independently (states are interned and shared)."""
+        other = object.__new__(Trac)
+        other.__dict__.update(self.__dict__)
+        other._w_steps = list(self._w_steps)
+        other._w_labels = list(self._w_labels)
+        other._w_states = list(self._w_states)
+        other._w_payload = dict(self._w_payload)
+        return other
+
     @classmethod
     def from_json(cls, machines: RuleMachines, data: dict) -> Trac:
         self = cls(machines)
@@ -326,6 +337,15 @@ class TracR:
                 "witness": [w.to_json() for w in self.witness],
                 "violations": [v.to_json() for v in self.violations],
                 "satisfactions": [list(s) for s in self.satisfactions]}
+
+    def fork(self) -> TracR:
+        """A copy that steps on independently."""
+        other = object.__new__(TracR)
+        other.__dict__.update(self.__dict__)
+        other.witness = list(self.witness)
+        other.violations = list(self.violations)
+        other.satisfactions = list(self.satisfactions)
+        return other
 
     @classmethod
     def from_json(cls, machines: RuleMachines, data: dict) -> TracR:
@@ -533,6 +553,15 @@ class InstanceMonitor:
                        for state, members in self.groups.items()],
             "violations": [v.to_json() for v in self.violations],
         }
+
+    def fork(self) -> InstanceMonitor:
+        """A copy that steps on independently (obligations copied: their witnesses grow)."""
+        other = object.__new__(InstanceMonitor)
+        other.__dict__.update(self.__dict__)
+        other.groups = {state: [_Obligation(m.trigger, m.chain) for m in members]
+                        for state, members in self.groups.items()}
+        other.violations = list(self.violations)
+        return other
 
     @classmethod
     def from_json(cls, machines: RuleMachines, data: dict,

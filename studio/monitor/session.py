@@ -10,6 +10,8 @@ results in less time per event; audits run it.
 
 from __future__ import annotations
 
+import copy
+
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -230,6 +232,20 @@ class SessionMonitor:
                 "rules": [{"rule": t.machines.rule.name, "trac": t.to_json(),
                            "violations": o.to_json()}
                           for t, o in zip(self.trac, self.violation_monitors)]}
+
+    def fork(self) -> SessionMonitor:
+        """A copy of the monitors that steps on independently of this one, as
+        ``from_json(ruleset, to_json())`` would give but without writing or parsing anything
+        (the guard tries each candidate step on a fork of the session's monitors)."""
+        other = copy.copy(self)
+        other.trac = [t.fork() for t in self.trac]
+        other.violation_monitors = [m.fork() for m in self.violation_monitors]
+        other._fork_memo(self)
+        return other
+
+    def _fork_memo(self, source: SessionMonitor) -> None:
+        self._configs = list(source._configs)
+        self._quiet = list(source._quiet)
 
     @classmethod
     def from_json(cls, ruleset: RuleSet, data: dict, witnesses: bool = True) -> SessionMonitor:

@@ -39,19 +39,25 @@ def violated_rules(changes: Sequence[Mapping]) -> set[str]:
 
 def sample_risk(ruleset: RuleSet, state: dict | None, samples: Sequence[Sequence[Mapping]],
                 horizon: int, *, previous: Mapping | None = None, label: Label | None = None,
-                monitor_class: type[SessionMonitor] = SessionMonitor) -> SampledRisk:
+                monitor_class: type[SessionMonitor] = SessionMonitor,
+                monitor: SessionMonitor | None = None) -> SampledRisk:
     """``state``: the session's monitors as ``SessionMonitor.to_json`` saved them (None: the
     session has no step yet); ``samples``: each a candidate followed by its continuation;
     ``horizon``: how many steps of each sample count (the candidate is the first);
-    ``previous``: the session's last event (for labelers that compare with it)."""
+    ``previous``: the session's last event (for labelers that compare with it); ``monitor``:
+    the session's monitors already restored (then ``state`` is not read): each sample runs on
+    a fork of them, which is not advanced."""
     if horizon < 1:
         raise ValueError("horizon: at least one step")
     names = [rule.name for rule in ruleset.rules]
     hits = dict.fromkeys(names, 0)
     firsts: list[dict[str, int]] = []
-    for sample in samples:
+    if monitor is None:
         monitor = (monitor_class.from_json(ruleset, state, witnesses=False)
                    if state is not None else monitor_class(ruleset, witnesses=False))
+    base = monitor
+    for sample in samples:
+        monitor = base.fork()
         first: dict[str, int] = {}
         before = previous
         for offset, raw in enumerate(list(sample)[:horizon]):

@@ -155,6 +155,25 @@ class LLMCacheEntry(models.Model):
                                                name="one_llm_answer_per_prompt")]
 
 
+class AnticipatedVerdict(models.Model):
+    """One anticipatory verdict (``studio.monitor.anticipation``) decided off the request path,
+    kept under (SHA-256 of the rule's formula, SHA-256 of the monitor state): shared by every
+    process, so a state's search - which can take seconds - is made once, ahead of requests or
+    in the background (``studio.live.anticipation``).  A verdict depends on nothing else, so
+    entries are never changed; deleting them only costs searches."""
+
+    rule_key = models.CharField(max_length=64)
+    state_key = models.CharField(max_length=64)
+    value = models.CharField(max_length=32)
+    anticipated = models.BooleanField()
+    reason = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["rule_key", "state_key"],
+                                               name="one_anticipated_verdict_per_state")]
+
+
 class CausalGuard(models.Model):
     """A CPL guard (paper 001) declared once for the workspace: a multi-agent session's choice
     event names it in ``data.choice`` and the MSC page evaluates it there.  ``owner`` is the

@@ -29,6 +29,7 @@ from studio.live.context import Context, context_for
 from studio.live.events import SOURCE_LIVE
 from studio.live.reading import current_rules
 from studio.logic.anticipation import WORDS as COMPLETE_WORDS
+from studio.monitor.anticipation import NOT_YET_KNOWN_WORDS
 from studio.monitor.explain import residual_reading
 from studio.monitor.verdicts import COMPLIED, VIOLATED, verdict_glyph, verdict_words
 from studio.traces.models import TraceSession
@@ -74,7 +75,7 @@ def rules_in_words(session: TraceSession, current: dict, context: Context) -> di
                       "final_words": verdict_words(rule["final"]) if rule["final"] else "",
                       "reading": residual_reading(rule["residual"], ended=not session.is_open,
                                                   complied=verdict == COMPLIED),
-                      "complete_words": COMPLETE_WORDS.get(rule.get("complete", ""), "")})
+                      "complete_words": complete_words(rule)})
     met = [rule for rule in rules if met_so_far(rule)]
     # Violated rules first, then those not met yet, then the other open ones; each group keeps
     # the monitors' order (by rule name).
@@ -82,6 +83,13 @@ def rules_in_words(session: TraceSession, current: dict, context: Context) -> di
                    key=lambda rule: (rule["session_verdict"] != VIOLATED, not at_risk(rule)))
     return {"session": session, "note": current["note"], "rules": rules, "shown": shown,
             "met": met, "attention": attention(rules)}
+
+
+def complete_words(rule: dict) -> str:
+    """The anticipatory verdict in words; "not yet known" while it is being searched."""
+    if "complete" in rule and rule["complete"] is None:
+        return NOT_YET_KNOWN_WORDS
+    return COMPLETE_WORDS.get(rule.get("complete", ""), "")
 
 
 @login_required

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from studio.guard import services as guard_services
+from studio.live import anticipation as live_anticipation
 from studio.live.ingest import clear_caches
 from studio.monitor.anticipation import permanently_violated
 from studio.monitor.session import RuleSet, SessionMonitor
@@ -44,6 +45,9 @@ def test_permanently_violated_without_django():
 
 def test_a_step_that_dooms_a_rule_is_not_allowed(workspace, owner):  # noqa: F811
     approve(workspace, owner, "refund_owed", REFUND_RULE)
+    # Its states are searched ahead, at approval (issue 27, item 4): a state still being
+    # searched would be "not yet known" to the guard.
+    assert live_anticipation.background().idle(60)
     _, secret = workspace_services.create_token(workspace, "agent", ["auditor"], by=owner)
     agent = Agent(workspace.slug, token=secret)
 

@@ -379,7 +379,10 @@ def test_edits_while_one_runs_leave_one_follow_up(team, monkeypatch,
     assert follow.reason == "the live rules changed"
     # Exactly one task is sent, after the commit (the rest: the edits' signals).
     sends = [f for f in enqueued if getattr(f, "task_name", None) == tasks.LEARN_RISK_MODEL]
-    assert len(sends) == 1 and len(enqueued) == 4
+    # (Each approval also asks for its anticipation to be searched ahead: not counted here.)
+    ahead = [f for f in enqueued
+             if getattr(f, "__qualname__", "").startswith("_after_approval")]
+    assert len(sends) == 1 and len(enqueued) - len(ahead) == 4
     with django_capture_on_commit_callbacks(execute=True):
         for callback in enqueued:   # the signals find the follow-up asked for; the task runs
             callback()

@@ -281,3 +281,33 @@ def test_prefix_prev_paths_keep_session_monitor_snapshot():
         assert fast.feed(event) == slow.feed(event)
         assert fast.previous == slow.previous
     assert observed(fast) == observed(slow)
+
+
+@SETTINGS
+@given(rule_sets, st.lists(events, max_size=20), st.lists(events, max_size=10),
+       st.lists(events, max_size=10), st.booleans(), st.data())
+def test_fork_steps_on_independently(rules, prefix, mine, theirs, witnesses, data):
+    """A fork (what the guard tries each candidate step on) behaves as a monitor run without
+    a break over the prefix and then its own events, whatever the original does meanwhile,
+    and leaves the original as if it had never been forked."""
+    kind = data.draw(st.sampled_from([SessionMonitor, FastSessionMonitor]))
+    ruleset = RuleSet(rules)
+    original = kind(ruleset, witnesses=witnesses)
+    for event in prefix:
+        original.feed(event)
+    fork = original.fork()
+    fork_changes = [fork.feed(event) for event in mine]
+    original_changes = [original.feed(event) for event in theirs]
+
+    def oracle(events):
+        alone = SessionMonitor(RuleSet(rules), witnesses=witnesses)
+        for event in prefix:
+            alone.feed(event)
+        return alone, [alone.feed(event) for event in events]
+
+    alone, alone_changes = oracle(mine)
+    assert fork_changes == alone_changes
+    assert observed(fork, raw=False) == observed(alone, raw=False)
+    alone, alone_changes = oracle(theirs)
+    assert original_changes == alone_changes
+    assert observed(original, raw=False) == observed(alone, raw=False)
