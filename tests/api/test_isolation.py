@@ -166,7 +166,7 @@ def seed_foreign(workspace) -> dict:
     for model in _project_models():
         values = {model._meta.pk.attname: FOREIGN}
         for field in model._meta.concrete_fields:
-            if field.primary_key or getattr(field, "auto_now", False) or getattr(
+            if field.primary_key or field.generated or getattr(field, "auto_now", False) or getattr(
                     field, "auto_now_add", False):
                 continue
             value = _value(field, made, workspace, user)

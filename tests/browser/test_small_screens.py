@@ -55,6 +55,8 @@ SKIPPED = {
     "audit_start": "POST only: starts an audit",
     "session_correct_label": "POST only: corrects a step's label",
     "guard_model_learn": "POST only: learns the risk model again",
+    "guard_predicate_add": "POST only: adds a domain predicate to a live rule set's model",
+    "guard_predicate_remove": "POST only: removes a domain predicate from a rule set's model",
     "guard_answer": "POST only: approves or denies a guard's question",
     "member_roles": "POST only: changes a member's roles",
     "member_remove": "POST only: removes a member",
