@@ -107,6 +107,12 @@ def _send(name: str, args: tuple, options: dict) -> None:
         app.send_task(name, args, **options)
 
 
+def runs_in_background() -> bool:
+    """Whether tasks sent with ``background`` run on this process's background thread (no
+    broker) rather than in a worker."""
+    return bool(app.conf.task_always_eager)
+
+
 def _run_here(name: str, args: tuple, options: dict) -> None:
     # send_task bypasses eager mode: run the registered task in-process, as .delay() does.
     if name not in app.tasks:
@@ -124,6 +130,7 @@ class Background:
         self._queue: queue.Queue = queue.Queue()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
+        self._pending: dict[tuple, int] = {}   # (name, args) -> how many sent, not yet run
 
     def submit(self, name: str, args: tuple, options: dict, delay: float) -> None:
         with self._lock:
@@ -131,7 +138,15 @@ class Background:
                 self._thread = threading.Thread(target=self._run, name="studio-background",
                                                 daemon=True)
                 self._thread.start()
+            key = (name, tuple(args))
+            self._pending[key] = self._pending.get(key, 0) + 1
         self._queue.put((time.monotonic() + max(float(delay), 0.0), name, args, options))
+
+    def holds(self, name: str, args: tuple) -> bool:
+        """Whether this process was sent the task and has not run it yet (a task sent by a
+        process that has since ended is held by none: see ``guard.learning.adopt_orphans``)."""
+        with self._lock:
+            return (name, tuple(args)) in self._pending
 
     def _run(self) -> None:
         while True:
@@ -143,6 +158,11 @@ class Background:
                 log.exception("background task %s%r failed", name, args)
             finally:
                 connections.close_all()
+                with self._lock:
+                    key = (name, tuple(args))
+                    self._pending[key] -= 1
+                    if not self._pending[key]:
+                        del self._pending[key]
                 self._queue.task_done()
 
     def idle(self, timeout: float) -> bool:

@@ -110,8 +110,33 @@ def key_of(versions) -> list[list]:
 
 def _stale(now) -> models.Q:
     cutoff = now - timedelta(seconds=_stall_seconds())
-    return (models.Q(status=ModelStatus.QUEUED, created_at__lt=cutoff)
-            | models.Q(status=ModelStatus.RUNNING, started_at__lt=cutoff))
+    running = models.Q(status=ModelStatus.RUNNING, started_at__lt=cutoff)
+    if _learned_here():
+        return running   # a queued record is adopted, not lost (``adopt_orphans``)
+    return models.Q(status=ModelStatus.QUEUED, created_at__lt=cutoff) | running
+
+
+def _learned_here() -> bool:
+    """Whether models are learned on this process's background thread (no broker)."""
+    return settings.GUARD_MODEL_IN_BACKGROUND and tasks.runs_in_background()
+
+
+def adopt_orphans(workspace: Workspace) -> int:
+    """Without a broker a queued model waits on the background thread of the process that
+    asked for it; if that process ended first (a command such as load_demo, a restart), no
+    thread holds it.  This process takes such records on (claiming is atomic, so two processes
+    taking one learn it once); returns how many.  One query when none is queued."""
+    if not _learned_here():
+        return 0
+    grace = timezone.now() - timedelta(seconds=settings.GUARD_MODEL_BACKGROUND_DELAY + 5)
+    adopted = 0
+    for pk in (LearnedRiskModel.objects.filter(workspace=workspace, status=ModelStatus.QUEUED,
+                                               created_at__lt=grace)
+               .values_list("pk", flat=True)):
+        if not tasks.BACKGROUND.holds(tasks.LEARN_RISK_MODEL, (pk,)):
+            _enqueue(pk)
+            adopted += 1
+    return adopted
 
 
 STALLED_REASONS = {
@@ -125,6 +150,7 @@ STALLED_REASONS = {
 def mark_stalled(workspace: Workspace) -> int:
     """Mark failed the workspace's records whose task is taken as lost (see the module's doc),
     queueing the follow-ups they carried; returns how many.  One query when none is."""
+    adopt_orphans(workspace)
     if not LearnedRiskModel.objects.filter(_stale(timezone.now()), workspace=workspace).exists():
         return 0
     with transaction.atomic():

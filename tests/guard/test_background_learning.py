@@ -7,6 +7,7 @@ real (small) learning: nothing here is a stub."""
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
 import pytest
 from django.test import Client
@@ -157,3 +158,24 @@ def test_guarded_sessions_are_learned_from_with_the_guards_refusals_counted(agen
     assert tasks.BACKGROUND.idle(180)
     newest = LearnedRiskModel.objects.order_by("-id").first()
     assert newest.status == ModelStatus.READY and newest.sessions == 3
+
+
+def test_a_model_queued_by_a_process_that_ended_is_taken_on_when_its_page_is_read(
+        agent, staff, workspace, monkeypatch):
+    """A command (load_demo) or a restarted process queued it on a background thread that is
+    gone: the model page's process learns it rather than leaving it queued for ever."""
+    for s in range(3):
+        run_session(agent, f"s{s}", [PAY, LOOK, SHIP])
+    with monkeypatch.context() as gone:   # the asking process's thread never runs it
+        gone.setattr(tasks.BACKGROUND, "submit", lambda *args: None)
+        row = learning.request_model(workspace, reason="queued by a process that ended")
+    LearnedRiskModel.objects.filter(pk=row.pk).update(
+        created_at=row.created_at - timedelta(seconds=DELAY + 10))
+    assert not tasks.BACKGROUND.holds(tasks.LEARN_RISK_MODEL, (row.pk,))
+    page = staff.get(reverse("guard_model", kwargs={"slug": workspace.slug}))
+    assert page.status_code == 200
+    assert tasks.BACKGROUND.holds(tasks.LEARN_RISK_MODEL, (row.pk,))
+    assert learning.adopt_orphans(workspace) == 0   # held now: not sent twice
+    assert tasks.BACKGROUND.idle(180)
+    row.refresh_from_db()
+    assert row.status == ModelStatus.READY and row.sessions == 3

@@ -14,6 +14,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
+from studio import tasks
 from studio.audits.groundtruth import import_labels
 from studio.audits.models import GroundTruth, SessionResult
 from studio.audits.services import start_audit
@@ -132,10 +133,15 @@ class Command(BaseCommand):
     def _risk_model(self, workspace, by) -> None:
         """The guard's risk model of the live rules, learned from the demo's finished sessions
         (in-process without a broker; queued for the worker with one)."""
-        from studio.guard.learning import request_model
+        from studio.guard.learning import learn_model, request_model
 
         row = request_model(workspace, by, reason="demo loaded")
         row.refresh_from_db()
+        if row.status == "queued" and tasks.runs_in_background():
+            # Without a broker it would wait on this command's background thread, which ends
+            # with the command: learn it here (the background thread then finds it taken).
+            learn_model(row.pk)
+            row.refresh_from_db()
         if row.status == "ready":
             self.stdout.write(f"risk model: {row.states} states learned from {row.sessions} "
                               "sessions (Live > The risk model)")
