@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from bench.guard_textworld import (
-    DEFAULT_POLICY, RULES, Condition, Episode, RulesFileError, Setup, View, WalkthroughAgent,
+    DEFAULT_POLICY, EXACT_AS_DEFAULT, RULES, Condition, Episode, RulesFileError, Setup, View, WalkthroughAgent,
     event_for, forecast, goal, issue27_conditions, issue27_goal, issue27_table, learn_model,
     load_rules, prediction_quality, run_episode, summarize,
 )
@@ -334,6 +334,14 @@ def test_issue_27s_goal_is_read_against_the_check_and_the_unguarded_agent():
     # with 90% of the unguarded agent's completion above the check's, that is the bar
     rows[0] = summary_row("no guard", 0.8, 0.75, None)
     assert issue27_goal(rows)["completion_bar"] == pytest.approx(0.675)
+    # the default policy is held to the check with its own number of resamples
+    rows[0] = summary_row("no guard", 0.8, 0.5, None)
+    rows[2] = summary_row(DEFAULT_POLICY, 0.08, 0.58)
+    assert issue27_goal(rows)["default_policy_met"] is False           # below the check's 60%
+    rows.append(summary_row(EXACT_AS_DEFAULT, 0.1, 0.55, EXACT))
+    goals = issue27_goal(rows)
+    assert goals["default_completion_bar"] == 0.55 and goals["completion_bar"] == 0.6
+    assert goals["default_policy_met"] is True and EXACT_AS_DEFAULT not in goals["rows"]
 
 
 def test_the_default_policy_condition_is_the_products_policy():
@@ -342,6 +350,8 @@ def test_the_default_policy_condition_is_the_products_policy():
     exact = Condition("exact", EXACT, RESAMPLE, 0.5).policy(5, 3)
     assert (exact.threshold, exact.horizon, exact.max_resamples, exact.fallback) == \
         (0.5, 3, 5, STOP)
+    same = next(c for c in issue27_conditions() if c.name == EXACT_AS_DEFAULT).policy(5, 3)
+    assert same.max_resamples == Policy().max_resamples and same.fallback == STOP
     read = {c.name: c.policy(5, 3).guarded_risk for c in issue27_conditions() if c.predictor}
     assert read["resample, DTMC 0.3, guarded_risk true"] is True
     assert read["resample, DTMC 0.3, guarded_risk false"] is False
