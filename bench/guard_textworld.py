@@ -407,6 +407,7 @@ class Condition:
     guarded: bool | None = None     # the DTMC's guarded reading; None: as --guarded says
     default_policy: bool = False    # Policy() exactly as the product defines it
     resamples: int | None = None    # this condition's limit; None: as --max-resamples says
+    with_predicates: bool = False   # the DTMC with the studio's proposed domain predicate(s)
 
     def policy(self, max_resamples: int, window: int = WINDOW, guarded: bool = False) -> Policy:
         """The conditions of the papers act on every estimate, backed or not, and stop after
@@ -430,6 +431,7 @@ EXACT_CHECK = "exact check, resample"
 # the exact check with the default policy's own number of resamples: what the default policy's
 # completion is compared with (the check above gets --max-resamples, as the tuned policies do)
 EXACT_AS_DEFAULT = "exact check, resample, as many resamples as Policy()"
+DEFAULT_WITH_PREDICATE = "guard, default policy, DTMC with the proposed predicate"
 
 
 def default_conditions() -> list[Condition]:
@@ -452,6 +454,8 @@ def issue27_conditions() -> list[Condition]:
             Condition(EXACT_AS_DEFAULT, EXACT, RESAMPLE, 0.5,
                       resamples=Policy().max_resamples),
             Condition(DEFAULT_POLICY, DTMC, default_policy=True),
+            # run only where the product proposes domain predicates (issue 27, item 2)
+            Condition(DEFAULT_WITH_PREDICATE, DTMC, default_policy=True, with_predicates=True),
             Condition("resample, DTMC 0.1", DTMC, RESAMPLE, 0.1, guarded=False),
             Condition("resample, DTMC 0.3, guarded_risk false", DTMC, RESAMPLE, 0.3,
                       guarded=False),
@@ -469,6 +473,7 @@ class Setup:
     model: RiskModel | None = None
     labeling: Labeling | None = None    # None: the library's labelers
     ruleset_pairs: list[tuple[str, str]] | None = None   # None: the library's rules
+    predicate_model: RiskModel | None = None   # the DTMC with the proposed predicate(s)
     samples: int = SAMPLES
     max_steps: int = MAX_STEPS
     max_resamples: int = MAX_RESAMPLES
@@ -520,7 +525,8 @@ def imagined_events(setup: Setup, view: View, candidate: str, commands: Sequence
 
 def assess(setup: Setup, monitor: SessionMonitor, state: dict, event: dict, predictor: str,
            agent: WalkthroughAgent, view: View, candidate: str, rng: random.Random,
-           horizon: int | None = None, guarded: bool | None = None
+           horizon: int | None = None, guarded: bool | None = None,
+           model: RiskModel | None = None, recent: Sequence[dict] = ()
            ) -> tuple[Assessment, float | None]:
     """The predictors' view of one proposed command, and the predictor's any-rule risk;
     ``horizon`` (the proposed step included) and ``guarded`` (the DTMC's reading): the policy's,
@@ -538,7 +544,9 @@ def assess(setup: Setup, monitor: SessionMonitor, state: dict, event: dict, pred
         return (Assessment(violates_now, sampled=risk.risk, samples=risk.samples),
                 sampled_any(risk))
     if predictor == DTMC:
-        answer = setup.model.predict(monitor, event, horizon - 1, guarded=guarded)
+        model = setup.model if model is None else model
+        extra = {"recent": list(recent)} if getattr(model.abstraction, "predicates", ()) else {}
+        answer = model.predict(monitor, event, horizon - 1, guarded=guarded, **extra)
         learned = {rule: answer.risk[rule] for rule in violates_now}
         return (Assessment(violates_now, learned=learned, learned_backed=answer.backed),
                 answer.risk[ANY_RULE])
@@ -556,6 +564,7 @@ def run_episode(env, game, agent: WalkthroughAgent, condition: Condition, setup:
     policy = (condition.policy(setup.max_resamples, setup.window, setup.guarded)
               if condition.predictor else None)
     guarded = getattr(policy, "guarded_risk", setup.guarded) if policy else setup.guarded
+    model = setup.predicate_model if condition.with_predicates else setup.model
     view = env.reset(game)
     monitor = SessionMonitor(ruleset, witnesses=False)
     events: list[dict] = []
@@ -579,7 +588,7 @@ def run_episode(env, game, agent: WalkthroughAgent, condition: Condition, setup:
             while True:
                 assessment, _ = assess(setup, monitor, state, event, condition.predictor,
                                        agent, view, candidate, predictor_rng,
-                                       policy.horizon, guarded)
+                                       policy.horizon, guarded, model, events[-4:])
                 # the earlier proposals go along as the request's other candidates (best_of_n,
                 # and a fallback that picks among them)
                 decision = decide(policy, assessment, [a for _, _, a in tried],
@@ -869,7 +878,35 @@ def learn_model(env, games: Sequence[str], agent: WalkthroughAgent, setup: Setup
                       else None)
     stats["states"] = len(model.states)
     stats["states_backed"] = int(model.enough.sum())
+    stats["events"] = [e.events for e in played]
     return model, stats
+
+
+def learn_with_proposals(setup: Setup, sessions: Sequence[Sequence[dict]], horizon: int
+                         ) -> tuple[RiskModel | None, list[dict]]:
+    """Where the product proposes domain predicates (``studio.risk.predicates``, issue 27):
+    the proposals on the training sessions (as the studio's learning makes them: information
+    gain on one half, checked on the other, for ``horizon`` steps after the proposed one), and
+    the DTMC learned again with the first proposal the other half confirms (None: the product
+    has no proposals, or none was confirmed)."""
+    try:
+        from studio.risk.predicates import ProposalData, propose
+        from studio.risk.predictor import Traces
+    except ImportError:
+        return None, []
+    abstraction = Abstraction(setup.ruleset)
+    traces, data = Traces(abstraction), ProposalData(max(1, horizon))
+    for events in sessions:
+        numbers = traces.add(events)
+        data.add(events, [traces.states[i] for i in numbers])
+    proposed = propose(data, skip_atoms=abstraction.readable)
+    found = [p.to_json() for p in proposed]
+    chosen = next((p for p in proposed if p.confirmed), None)
+    if chosen is None:
+        return None, found
+    model = RiskModel.learn(Abstraction(setup.ruleset, predicates=[chosen.predicate]),
+                            sessions)
+    return model, found
 
 
 def evaluate(env, games: Sequence[str], agent: WalkthroughAgent, setup: Setup,
@@ -895,6 +932,7 @@ def evaluate(env, games: Sequence[str], agent: WalkthroughAgent, setup: Setup,
                "intervention": condition.intervention if condition.predictor else None,
                "threshold": policy.threshold if policy else None,
                "policy": policy.to_json() if policy else None,
+               "with_predicates": condition.with_predicates,
                "summary": summary, "seconds": round(time.perf_counter() - started, 1),
                "episodes": [e.to_json() for e in played]}
         rows.append(row)
@@ -904,7 +942,8 @@ def evaluate(env, games: Sequence[str], agent: WalkthroughAgent, setup: Setup,
         raise ValueError("the conditions must include the unguarded one (the baseline)")
     for row in rows:
         row["goal"] = goal(row["summary"], baseline)
-        if row["predictor"] in (DTMC, SAMPLING):
+        # (the unguarded run records the risks of the model without predicates)
+        if row["predictor"] in (DTMC, SAMPLING) and not row["with_predicates"]:
             row["prediction"] = prediction_quality(baseline_episodes, row["predictor"],
                                                    row["threshold"], setup.window)
     return rows
@@ -980,6 +1019,19 @@ def main(argv: Sequence[str] | None = None) -> int:
                                             args.train_episodes, args.seed * 7_919 + 10**6)
         log(f"DTMC: {training['states']} states from {args.train_episodes} training episodes "
             f"({training['episodes_with_violation']:.0%} with a violation)")
+        sessions = training.pop("events")
+        if any(c.with_predicates for c in conditions):
+            setup.predicate_model, training["proposals"] = learn_with_proposals(
+                setup, sessions, Policy().horizon - 1)
+            if setup.predicate_model is None:
+                conditions = [c for c in conditions if not c.with_predicates]
+            else:
+                model = setup.predicate_model
+                training["predicate_model"] = {
+                    "predicates": [p.to_json() for p in model.abstraction.predicates],
+                    "states": len(model.states), "states_backed": int(model.enough.sum())}
+                log(f"DTMC with {model.abstraction.predicates[0].name}: "
+                    f"{len(model.states)} states, {int(model.enough.sum())} backed")
         rows = evaluate(env, eval_games, agent, setup, conditions, args.episodes,
                         args.seed * 7_919, log)
     finally:
