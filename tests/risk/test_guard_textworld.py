@@ -8,7 +8,8 @@ import sys
 import pytest
 
 from bench.guard_textworld import (
-    DEFAULT_POLICY, EXACT_AS_DEFAULT, RULES, Condition, Episode, RulesFileError, Setup, View, WalkthroughAgent,
+    DEFAULT_POLICY, DEFAULT_WITH_PREDICATE, EXACT_AS_DEFAULT, RULES, Condition, Episode,
+    RulesFileError, Setup, View, WalkthroughAgent,
     event_for, forecast, goal, issue27_conditions, issue27_goal, issue27_table, learn_model,
     load_rules, prediction_quality, run_episode, summarize,
 )
@@ -342,6 +343,12 @@ def test_issue_27s_goal_is_read_against_the_check_and_the_unguarded_agent():
     goals = issue27_goal(rows)
     assert goals["default_completion_bar"] == 0.55 and goals["completion_bar"] == 0.6
     assert goals["default_policy_met"] is True and EXACT_AS_DEFAULT not in goals["rows"]
+    # the default policy with a proposed predicate is held to the default's goal, not a tuned one
+    rows.append(summary_row(DEFAULT_WITH_PREDICATE, 0.05, 0.55))
+    goals = issue27_goal(rows)
+    assert goals["rows"][DEFAULT_WITH_PREDICATE] == {"limit": 0.08, "completes_enough": True,
+                                                     "met": True}
+    assert goals["best_tuned"] == "tuned"
 
 
 def test_the_default_policy_condition_is_the_products_policy():
