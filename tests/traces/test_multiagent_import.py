@@ -11,7 +11,8 @@ import pytest
 
 from studio.causal import MscError, build_msc
 from studio.traces.formats import LineError, parse_jsonl, parse_otlp
-from studio.traces.formats.otlp import MessageLinker, decode_traces, events_from_otlp
+from studio.traces.formats.otlp import decode_traces, events_from_otlp
+from studio.traces.formats.otlp_messages import MessageLinker
 from studio.traces.models import Event, TraceSession
 from studio.web.message_chart_pages import EVENT_FIELDS, chart_msc
 

@@ -20,7 +20,8 @@ from typing import Any, BinaryIO
 from .base import LineError, OptionsError, decode_json_line, event_from_object, read_lines, too_long
 from .jsonstream import DocumentError, JsonStream
 from .openai_chat import sniff_lines
-from .otlp import MessageLinker, TraceSessions, events_from_otlp, named_sessions
+from .otlp import TraceSessions, events_from_otlp, named_sessions
+from .otlp_messages import MessageLinker
 
 OPTIONS: frozenset[str] = frozenset()
 
