@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from django.core.paginator import Paginator
 from django.core.serializers.json import DjangoJSONEncoder
+from django.db import connection
 from django.db.models import Count, Exists, OuterRef, Q, Sum
 from django.http import StreamingHttpResponse
 
@@ -103,9 +104,14 @@ def _applied_by_stored_labels(run: AuditRun, condition: Formula, sessions) -> bo
     computed = {d.get("atom") for d in run.labelers if isinstance(d, dict)}
 
     def labelled(atom: str) -> bool:
-        return (Event.objects.filter(session_id__in=sessions, labels__contains=[atom]).exists()
-                or LabelCorrection.objects.filter(event__session_id__in=sessions, atom=atom,
-                                                  value=True).exists())
+        events = Event.objects.filter(session_id__in=sessions)
+        if connection.features.supports_json_field_contains:
+            found = events.filter(labels__contains=[atom]).exists()
+        else:  # SQLite (the embedded default) cannot look inside JSON: the labels are read
+            found = any(atom in (labels or ()) for labels in
+                        events.values_list("labels", flat=True).iterator())
+        return found or LabelCorrection.objects.filter(event__session_id__in=sessions, atom=atom,
+                                                       value=True).exists()
 
     def held(part: Formula) -> bool | None:
         if part.op == "atom":
