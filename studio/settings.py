@@ -142,6 +142,14 @@ DATABASES = {
 # DATABASE_CONN_MAX_AGE=0 (a new connection per request).  Under gunicorn's sync workers and in
 # Celery the persistent connections of the default serve best.
 DATABASES["default"]["CONN_MAX_AGE"] = env_number("DATABASE_CONN_MAX_AGE", 60)
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # The embedded default writes from background threads too (anticipation searches, risk
+    # models): a transaction takes SQLite's write lock when it begins and waits for it (up to the
+    # timeout), rather than failing at once ("database is locked") when its first read turns into
+    # a write while another thread writes; WAL lets pages read while a thread writes.
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        transaction_mode="IMMEDIATE", timeout=env_number("SQLITE_TIMEOUT", 30.0, float),
+        init_command="PRAGMA journal_mode=WAL;")
 if env_bool("DATABASE_POOL", False):
     try:
         import psycopg_pool  # noqa: F401
