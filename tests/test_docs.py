@@ -94,3 +94,12 @@ def test_the_readme_links_point_at_files_that_exist():
     assert targets
     missing = [t for t in targets if not t.startswith("http") and not (REPO / t).exists()]
     assert missing == []
+
+
+def test_every_variable_the_settings_read_is_named_in_the_manual():
+    """An operator finds every environment variable in docs/ (configuration.md lists most)."""
+    settings_source = (REPO / "studio" / "settings.py").read_text()
+    names = set(re.findall(r'env_[a-z]+\("([A-Z0-9_]+)"', settings_source))
+    assert len(names) > 20
+    manual = "\n".join(page.read_text() for page in (REPO / "docs").rglob("*.md"))
+    assert sorted(name for name in names if name not in manual) == []
