@@ -418,14 +418,16 @@ def live_predicates(workspace: Workspace) -> tuple[Predicate, ...]:
     return tuple(out)
 
 
-def _live_policy(workspace: Workspace) -> Policy:
-    """The policy the live rule sets combine to (as ``services.effective_policy`` reads it, not
-    cached): its horizon and threshold are those the alarms are measured at."""
-    parts = [(Policy.from_json(stored or {}), names) for stored, names in (
-        (getattr(r, "guard_policy", None) and r.guard_policy.policy,
-         [rule.name for rule in r.rules.all()])
-        for r in RuleSet.objects.filter(workspace=workspace, live=True)
-        .prefetch_related("rules").select_related("guard_policy"))]
+def live_policy(workspace: Workspace) -> Policy:
+    """The policy the live rule sets combine to (``studio.risk.guard.combine``), read now; the
+    defaults when no rule set is live.  The guard reads it through a short cache
+    (``services.effective_policy``); a model measures its alarms at its horizon and threshold."""
+    parts = []
+    for ruleset in (RuleSet.objects.filter(workspace=workspace, live=True)
+                    .prefetch_related("rules").select_related("guard_policy")):
+        stored = getattr(ruleset, "guard_policy", None)
+        parts.append((Policy.from_json(stored.policy if stored else {}),
+                      [r.name for r in ruleset.rules.all()]))
     return combine(parts) if parts else Policy()
 
 
@@ -436,7 +438,7 @@ def _learn(row: LearnedRiskModel, phases: dict[str, float]
         ruleset = ruleset_of(row.versions)
         labeling = context_for(workspace).labeling
         predicates = live_predicates(workspace)
-        policy = _live_policy(workspace)
+        policy = live_policy(workspace)
         try:
             abstraction = Abstraction(ruleset, row.atoms, predicates=predicates)
         except ValueError as exc:

@@ -43,7 +43,7 @@ from studio.workspaces.models import Role, Workspace
 from studio.workspaces.services import record
 
 from . import waits
-from .learning import current_model
+from .learning import current_model, live_policy
 from .models import DecisionStatus, GuardDecision, GuardPolicy
 
 MAX_CANDIDATES = 32
@@ -107,13 +107,7 @@ def effective_policy(workspace: Workspace) -> Policy:
         cached = _POLICIES.get(workspace.pk)
     if cached is not None and cached[0] > time.monotonic():
         return cached[1]
-    parts = []
-    for ruleset in (RuleSet.objects.filter(workspace=workspace, live=True)
-                    .prefetch_related("rules").select_related("guard_policy")):
-        stored = getattr(ruleset, "guard_policy", None)
-        policy = Policy.from_json(stored.policy if stored else {})
-        parts.append((policy, [r.name for r in ruleset.rules.all()]))
-    policy = policy_rules.combine(parts) if parts else Policy()
+    policy = live_policy(workspace)
     if ttl > 0:
         with _POLICIES_LOCK:
             _POLICIES[workspace.pk] = (time.monotonic() + ttl, policy)
