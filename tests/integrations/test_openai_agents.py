@@ -19,7 +19,7 @@ from openai import AsyncOpenAI  # noqa: E402
 
 from studio.client import GuardStopped, StudioClient  # noqa: E402
 from studio.client.openai_agents import AgentGuard  # noqa: E402
-from studio.live.ingest import clear_caches  # noqa: E402
+from studio.guard import services as guard_services  # noqa: E402
 from studio.rules.models import RuleSet  # noqa: E402
 from studio.workspaces import services as workspace_services  # noqa: E402
 from tests.integrations.chat_server import ChatServer, payments_agent  # noqa: E402
@@ -28,25 +28,6 @@ from tests.live.conftest import approve  # noqa: E402
 RULE = "!tool_call:send_money W tool_call:get_balance"
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def _forget_policies():
-    from studio.guard import services as guard_services
-    guard_services.forget_policies()
-
-
-@pytest.fixture(autouse=True)
-def _fresh_caches():
-    clear_caches()
-    _forget_policies()
-    yield
-    clear_caches()
-    _forget_policies()
-
-
-@pytest.fixture
-def owner(django_user_model):
-    return django_user_model.objects.create_user(username="owner", password="pw-owner-123")
 
 
 @pytest.fixture
@@ -74,7 +55,7 @@ def set_policy(ruleset, owner):
         answer = staff.put(f"/api/w/pay/rule-sets/{ruleset.pk}/guard-policy",
                            data=json.dumps({"policy": policy}), content_type="application/json")
         assert answer.status_code == 200, answer.content
-        _forget_policies()
+        guard_services.forget_policies()
 
     put.staff = staff
     return put

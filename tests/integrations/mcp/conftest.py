@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from django.test import Client as DjangoClient
 
-from studio.live.ingest import clear_caches
+from studio.guard import services as guard_services
 from studio.rules.models import Rule, RuleSet
 from studio.traces.models import Event
 from studio.workspaces import services as workspace_services
@@ -31,27 +31,6 @@ REPO = Path(__file__).resolve().parents[3]
 UPSTREAM = REPO / "tests" / "integrations" / "mcp" / "upstream_server.py"
 RULE = "!tool_call:send_money W tool_call:get_balance"
 SENTENCE = "Check the balance before sending any money."
-PASSWORD = "pw-owner-123"
-
-
-def _forget_policies():
-    from studio.guard import services as guard_services
-
-    guard_services.forget_policies()
-
-
-@pytest.fixture(autouse=True)
-def _fresh_caches():
-    clear_caches()
-    _forget_policies()
-    yield
-    clear_caches()
-    _forget_policies()
-
-
-@pytest.fixture
-def owner(django_user_model):
-    return django_user_model.objects.create_user(username="owner", password=PASSWORD)
 
 
 @pytest.fixture
@@ -79,7 +58,7 @@ def set_policy(workspace, owner):
         answer = staff.put(f"/api/w/pay/rule-sets/{ruleset.pk}/guard-policy",
                            data=json.dumps({"policy": policy}), content_type="application/json")
         assert answer.status_code == 200, answer.content
-        _forget_policies()
+        guard_services.forget_policies()
 
     put({})
     return put

@@ -18,8 +18,9 @@ from mcp.client.streamable_http import streamable_http_client
 
 from studio.guard.models import GuardDecision
 from studio.traces.models import TraceSession
+from tests.integrations.conftest import PASSWORD
 from tests.integrations.mcp.conftest import (
-    PASSWORD, REPO, SENTENCE, Person, free_port, gateway_argv, running, stored,
+    REPO, SENTENCE, Person, free_port, gateway_argv, running, stored,
     upstream_argv, upstream_command)
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -1,11 +1,10 @@
-"""Fixtures for the integrations: a workspace with rules over the refund conversation, a token
+"""Fixtures for the OpenTelemetry integrations (the owner and fresh caches: ../conftest.py): a workspace with rules over the refund conversation, a token
 for its agent, and the stand-in OpenAI server."""
 
 from __future__ import annotations
 
 import pytest
 
-from studio.live.ingest import clear_caches
 from studio.rules.models import Rule, RuleVersion, VersionStatus
 from studio.workspaces import services as workspace_services
 
@@ -17,18 +16,6 @@ RULES = [
     ("refund_within_limit", "G(tool_call:refund -> output.args.amount <= 50)"),
     ("lookup_before_refund", "!tool_call:refund W tool_call:lookup_order"),
 ]
-
-
-@pytest.fixture(autouse=True)
-def _fresh_caches():
-    clear_caches()
-    yield
-    clear_caches()
-
-
-@pytest.fixture
-def owner(django_user_model):
-    return django_user_model.objects.create_user(username="owner", password="pw-owner-123")
 
 
 @pytest.fixture
