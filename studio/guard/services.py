@@ -354,13 +354,14 @@ def guard(workspace: Workspace, session_external_id: str, document: Any, actor=N
     sampled = _sampled(context, now, request, policy, labelled)
     with MONITOR_LOCK:
         doomed, unknown = doomed_now(now.monitors(context))
+        ended_violates = policy_rules.violated_if_ended(now.monitors(context))
     doomed |= unknown   # not known before the step: the step is not blamed for it
     pending: set[str] = set()
     proposed = _assess(context, now, labelled[0][0], policy, model, sampled, doomed, pending)
     others = _Others(lambda: [_assess(context, now, sample[0], policy, model, None, doomed)
                               for sample in labelled[1:]], len(labelled) - 1)
     decision = policy_rules.decide(policy, proposed, others, request.attempt,
-                                   _requires(now, context))
+                                   _requires(now, context), ended_violates)
     answer = decision.to_json()
     # Rules whose anticipation is not known yet (before or after this step): decided on the
     # exact check alone, and said so (never a guess).

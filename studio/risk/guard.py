@@ -18,9 +18,13 @@ no samples came) is not treated as safe or unsafe: the answer says so and the de
 the predictors that did answer.
 
 After ``max_resamples`` the default fallback (``best_accepted``) takes the least risky candidate
-the exact check accepts, the proposed one or one of the request's others; only when none is
-accepted is the step refused, with ``stop`` (every candidate would break a rule now).  So under
-the default policy a ``stop`` only ever answers a step that violates now.
+the exact check accepts, the proposed one or one of the request's others.  When none is accepted,
+the rules every candidate breaks are looked at once more: a rule that ending the session here
+would break as well (an obligation whose time has run out, ``violated_if_ended``) is broken
+whatever the guard does, so stopping would keep nothing of it; such a rule does not hold the step
+back, and the least risky candidate that breaks no other rule goes ahead with its violation
+recorded and said.  Otherwise the step is refused with ``stop``.  So under the default policy a
+``stop`` only ever answers a step that violates now, and only when stopping keeps the rule.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from studio.monitor import VIOLATED
 
 ALLOW = "allow"
 RESAMPLE = "resample"
@@ -276,13 +282,23 @@ def _reaches(value: float | None, threshold: float) -> bool:
     return value is not None and value >= threshold and not (threshold == 0.0 and value == 0.0)
 
 
+def violated_if_ended(monitor) -> frozenset[str]:
+    """The rules that ending the session now would violate (their LTLf verdict at the end):
+    obligations still open, read from a session monitor (``SessionMonitor`` or its fast form)
+    before the proposed step."""
+    return frozenset(t.machines.rule.name for t in monitor.trac if t.final() == VIOLATED)
+
+
 def decide(policy: Policy, proposed: Assessment, others: Sequence[Assessment] = (),
            attempt: int = 0,
-           requires: Mapping[str, str] | Callable[[str], str] | None = None) -> Decision:
+           requires: Mapping[str, str] | Callable[[str], str] | None = None,
+           ended_violates: Iterable[str] = ()) -> Decision:
     """The decision for the proposed candidate.  ``others``: the request's other candidates
     (for best_of_n and the best_accepted fallback), ``attempt``: how many times this step was
     already resampled or re-prompted, ``requires``: what a rule still requires in English (for
-    inject and the reasons), a mapping or a function asked only for the rules at risk."""
+    inject and the reasons), a mapping or a function asked only for the rules at risk;
+    ``ended_violates``: the rules that ending the session before this step would violate
+    (``violated_if_ended``), for the best_accepted fallback."""
     if requires is None:
         requires = {}
     if isinstance(requires, Mapping):
@@ -342,28 +358,61 @@ def decide(policy: Policy, proposed: Assessment, others: Sequence[Assessment] = 
         why += (f" (the learned model also estimated {guessed} but has not seen enough of this "
                 "situation to act on it)")
     choice = max((e["intervention"] for e in at_risk), key=INTERVENTIONS.index)
-    return _apply(choice, policy, proposed, others, attempt, at_risk, why, make)
+    return _apply(choice, policy, proposed, others, attempt, at_risk, why, make,
+                  frozenset(ended_violates))
 
 
-def _ranking(candidate: Assessment, act: bool) -> tuple[float, int]:
+def _ranking(candidate: Assessment, act: bool, leave_out: frozenset[str] = frozenset()
+             ) -> tuple[float, int]:
     """How risky a candidate the exact check accepts is, for the fallback: its worst acted-on
-    risk, then how many rules nobody could estimate for it."""
-    acting = candidate.risks(act)
+    risk, then how many rules nobody could estimate for it (``leave_out``: rules not counted)."""
+    acting = {rule: value for rule, value in candidate.risks(act).items()
+              if rule not in leave_out}
     return (max((v for v in acting.values() if v is not None), default=0.0),
             sum(v is None for v in acting.values()))
 
 
-def _best_accepted(policy, proposed, others, why, make) -> Decision:
-    """The least risky candidate the exact check accepts (the proposed one first on a tie);
-    ``stop`` when there is none: every candidate would break a rule now."""
+def _broken(candidate: Assessment) -> set[str]:
+    return {rule for rule, now in candidate.violates_now.items() if now}
+
+
+def _words(rules: Iterable[str]) -> str:
+    names = sorted(rules)
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _best_accepted(policy, proposed, others, why, make,
+                   ended_violates: frozenset[str] = frozenset()) -> Decision:
+    """The least risky candidate the exact check accepts (the proposed one first on a tie).
+    When there is none: the least risky candidate whose only violations are of rules that
+    every candidate breaks and that stopping would break too (``ended_violates``), since
+    stopping keeps none of them; ``stop`` when there is none of those either."""
     act = policy.act_on_unbacked
     pool = [(None, proposed), *enumerate(others)]
     accepted = [(_ranking(a, act), order, index)
                 for order, (index, a) in enumerate(pool) if a.accepted]
     count = len(pool)
     if not accepted:
-        return make(STOP, why + f"; none of the {count} candidate(s) keeps every rule now: "
-                                "the session stops here")
+        lost = set(ended_violates)
+        for _, candidate in pool:
+            lost &= _broken(candidate)
+        lost_set = frozenset(lost)
+        going = [(_ranking(a, act, lost_set), order, index)
+                 for order, (index, a) in enumerate(pool) if lost and _broken(a) <= lost_set]
+        if not going:
+            return make(STOP, why + f"; none of the {count} candidate(s) keeps every rule now: "
+                                    "the session stops here")
+        (worst, _), _, index = min(going)
+        which = "this step" if index is None else f"candidate {index}"
+        rules = _words(lost)
+        told = (f"every candidate breaks {rules} now, and ending the session here would break "
+                f"{'it' if len(lost) == 1 else 'them'} too (what "
+                f"{'it requires' if len(lost) == 1 else 'they require'} can no longer be done "
+                f"in time): stopping would keep nothing, so {which}, which breaks no other "
+                f"rule (risk {_percent(worst)}), goes ahead and the violation is recorded")
+        if index is None:
+            return make(ALLOW, why + f"; {told}")
+        return make(BEST_OF_N, why + f"; {told}", candidate=index)
     (worst, _), _, index = min(accepted)
     which = "this step" if index is None else f"candidate {index}"
     if len(accepted) == 1:
@@ -377,7 +426,8 @@ def _best_accepted(policy, proposed, others, why, make) -> Decision:
     return make(BEST_OF_N, why + f"; {told}, so it is taken instead", candidate=index)
 
 
-def _apply(choice, policy, proposed, others, attempt, at_risk, why, make) -> Decision:
+def _apply(choice, policy, proposed, others, attempt, at_risk, why, make,
+           ended_violates: frozenset[str] = frozenset()) -> Decision:
     threshold = policy.threshold
     act = policy.act_on_unbacked
     if choice in (RESAMPLE, BEST_OF_N, INJECT) and attempt >= policy.max_resamples:
@@ -386,7 +436,7 @@ def _apply(choice, policy, proposed, others, attempt, at_risk, why, make) -> Dec
         if fallback == ALLOW:
             return make(ALLOW, why + ", so the policy lets it through")
         if fallback == BEST_ACCEPTED:
-            return _best_accepted(policy, proposed, others, why, make)
+            return _best_accepted(policy, proposed, others, why, make, ended_violates)
         choice = fallback
     if choice == BEST_OF_N:
         safe = [(other.worst(act), i) for i, other in enumerate(others)

@@ -143,6 +143,33 @@ def test_after_the_most_resamples_the_default_takes_the_best_accepted_candidate(
     assert none["decision"] == "stop" and "none of the 2 candidate(s)" in none["reason"]
 
 
+def test_when_stopping_would_break_the_rule_too_the_default_lets_the_step_go(
+        agent, workspace, owner):
+    # An obligation with a deadline: notify in the step right after a refund.
+    approve(workspace, owner, "notify_after_refund",
+            "G(tool_call:refund -> F[1,1] tool_call:notify)")
+    rules = RuleSet.objects.create(workspace=workspace, name="refunds", live=True)
+    rules.rules.set(workspace.rules.all())
+    refund = {"output": {"tool": "refund", "args": {}}}
+    agent.post("s9", [PAY, refund])
+    first = ask(agent, "s9", {"event": LOOK, "attempt": 0}).json()
+    assert first["decision"] == "resample" and "notify_after_refund" in first["reason"]
+    # Every candidate misses the deadline, and ending the session would miss it too: stopping
+    # keeps nothing, so the step goes ahead and says why.
+    late = ask(agent, "s9", {"event": LOOK, "attempt": 3,
+                             "candidates": [{"event": SHIP}]}).json()
+    assert late["decision"] == "allow", late
+    assert "ending the session here would break it too" in late["reason"]
+    # A candidate that also breaks a rule stopping would keep is not the one taken.
+    other = ask(agent, "s9", {"event": DELETE, "attempt": 3,
+                              "candidates": [{"event": LOOK}]}).json()
+    assert other["decision"] == "best_of_n" and other["candidate"] == 0
+    # Where ending the session keeps the rule (a ban), the default still stops.
+    ban = ask(agent, "s9b", {"event": DELETE, "attempt": 3,
+                             "candidates": [{"event": DELETE}]}).json()
+    assert ban["decision"] == "stop"
+
+
 def test_after_the_most_resamples_the_policy_falls_back(agent, staff, workspace, ruleset):
     set_policy(staff, workspace, ruleset, {"max_resamples": 1, "fallback": "switch",
                                            "safer_model": "careful-1"})

@@ -328,3 +328,74 @@ def test_the_fallback_picks_an_accepted_candidate_of_least_risk(proposed, others
     assert decision.decision in (ALLOW, BEST_OF_N)
     assert not any(chosen.violates_now.values())
     assert acted(chosen) == min(acted(a) for a in accepted)
+
+
+# When stopping keeps nothing: every candidate breaks a rule that ending the session breaks too.
+
+def test_the_fallback_lets_a_step_go_when_stopping_would_break_the_rule_too():
+    policy = Policy(threshold=0.3, max_resamples=1)
+    late = assessment(now=["approval"])   # an obligation whose time ran out: every step breaks it
+    assert decide(policy, late, [late], attempt=0, ended_violates={"approval"}).decision \
+        == RESAMPLE
+    going = decide(policy, late, [late], attempt=1, ended_violates={"approval"})
+    assert going.decision == ALLOW
+    assert "ending the session here would break it too" in going.reason
+    assert "the violation is recorded" in going.reason
+    # Ending the session would keep the rule: stopping still helps, so it stops.
+    assert decide(policy, late, [late], attempt=1).decision == STOP
+    # The proposed step also breaks a rule that stopping keeps: the other candidate goes.
+    worse = assessment(now=["approval", "no_early_pay"])
+    other = decide(policy, worse, [late], attempt=1, ended_violates={"approval"})
+    assert other.decision == BEST_OF_N and other.candidate == 0
+    # One candidate keeps the late rule (it breaks another one): the late rule is not broken
+    # by every candidate, so nothing is excused and the session stops.
+    mixed = decide(policy, late, [assessment(now=["no_early_pay"])], attempt=1,
+                   ended_violates={"approval"})
+    assert mixed.decision == STOP
+    # A policy whose fallback is stop still stops.
+    strict = Policy(threshold=0.3, max_resamples=1, fallback=STOP)
+    assert decide(strict, late, [late], attempt=1, ended_violates={"approval"}).decision == STOP
+
+
+@given(proposed=assessments(), others=st.lists(assessments(), max_size=4),
+       threshold=st.floats(0.01, 1), act=st.booleans(),
+       ended=st.sets(st.sampled_from(RULES)))
+def test_the_fallback_excuses_only_rules_stopping_would_break(proposed, others, threshold, act,
+                                                               ended):
+    policy = Policy(threshold=threshold, max_resamples=0, act_on_unbacked=act)
+    decision = decide(policy, proposed, others, ended_violates=ended)
+    pool = [proposed, *others]
+
+    def broken(a: Assessment) -> set:
+        return {rule for rule in RULES if a.violates_now[rule]}
+
+    def acted(a: Assessment, leave_out: set) -> float:
+        worst = 0.0
+        for rule in RULES:
+            if rule in leave_out:
+                continue
+            if a.violates_now[rule]:
+                return 1.0
+            if a.sampled is not None:
+                worst = max(worst, a.sampled[rule])
+            if a.learned is not None and a.learned[rule] is not None and (
+                    act or a.learned_backed):
+                worst = max(worst, a.learned[rule])
+        return worst
+
+    if not decision.at_risk:
+        assert decision.decision == ALLOW and not broken(proposed)
+        return
+    if any(not broken(a) for a in pool):
+        return   # the accepted case: the property test above
+    excused = set(ended)
+    for a in pool:
+        excused &= broken(a)
+    going = [a for a in pool if excused and broken(a) <= excused]
+    if not going:
+        assert decision.decision == STOP
+        return
+    assert decision.decision in (ALLOW, BEST_OF_N)
+    chosen = proposed if decision.decision == ALLOW else others[decision.candidate]
+    assert broken(chosen) <= excused
+    assert acted(chosen, excused) == min(acted(a, excused) for a in going)
