@@ -409,7 +409,8 @@ def _best_accepted(policy, proposed, others, why, make,
                 f"{'it' if len(lost) == 1 else 'them'} too (what "
                 f"{'it requires' if len(lost) == 1 else 'they require'} can no longer be done "
                 f"in time): stopping would keep nothing, so {which}, which breaks no other "
-                f"rule (risk {_percent(worst)}), goes ahead and the violation is recorded")
+                f"rule (its highest risk for the others: {_percent(worst)}), goes ahead and "
+                "the violation is recorded")
         if index is None:
             return make(ALLOW, why + f"; {told}")
         return make(BEST_OF_N, why + f"; {told}", candidate=index)
