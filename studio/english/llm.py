@@ -163,15 +163,22 @@ class Merged:
 
 def merge(formulas: Sequence[Formula]) -> list[Merged]:
     """``formulas`` (one per answer, in the answers' order) merged by meaning, the readings
-    most answers agree on first."""
+    most answers agree on first.  A reading is written the way most of its answers wrote it
+    (the earliest such answer on a tie), so the same answers give the same reading in
+    whatever order they came."""
     merged: list[Merged] = []
+    written: list[dict[str, list]] = []   # per reading: text -> [answers, first index, formula]
     for index, f in enumerate(formulas):
-        for m in merged:
+        for m, forms in zip(merged, written):
             if same_reading(m.formula, f)[0]:
                 m.answers += 1
+                forms.setdefault(f.text, [0, index, f])[0] += 1
                 break
         else:
             merged.append(Merged(f, 1, index))
+            written.append({f.text: [1, index, f]})
+    for m, forms in zip(merged, written):
+        m.formula = max(forms.values(), key=lambda form: (form[0], -form[1]))[2]
     merged.sort(key=lambda m: (-m.answers, m.first))
     return merged
 

@@ -4,6 +4,7 @@ the evidence layer.  No database: a local stand-in endpoint (``chat_server.ChatS
 
 from __future__ import annotations
 
+import itertools
 import threading
 
 import pytest
@@ -120,6 +121,14 @@ def test_formulas_with_data_comparisons_merge_when_they_read_alike():
     c = parse("G (tool_call:issue_refund & output.args.amount >= 500 -> O manager_approved)")
     merged = merge([a, c, b])
     assert [(m.formula, m.answers) for m in merged] == [(a, 2), (c, 1)]
+
+
+def test_a_reading_is_written_as_most_answers_wrote_it_whatever_their_order():
+    # The samples go out together, so which answer comes first is a matter of timing.
+    texts = ["G !drop", "G(!drop)", "!F drop", "G !drop"]
+    for order in itertools.permutations(texts):
+        merged = merge([parse(t) for t in order])
+        assert [(m.formula.text, m.answers) for m in merged] == [("G !drop", 4)]
 
 
 def test_one_sample_is_greedy(server):
