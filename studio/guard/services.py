@@ -6,6 +6,13 @@ as for the events route; the predictors run on copies (``studio.risk``); ``studi
 decides.  Nothing of the session changes: the agent posts the event it actually took to the events
 route.  What is kept is the decision (``GuardDecision``), so that asking again with the same id
 answers the same, a person can answer an ``ask_human``, and the record shows what was decided.
+
+``taken``: the agent's events before the proposed one that the studio may not have stored yet
+(each with its ``event_id``).  The guard decides as if they had been stored after the session
+as it read it (``studio.live.reading.session_after``: the ones the read already included, by
+their step numbers, are not applied twice) and answers which of them were already stored
+(``stored``).  The route stores the others after answering (``studio.guard.api``), so an agent
+need not wait for its last events to be written before asking about its next step.
 """
 
 from __future__ import annotations
@@ -16,7 +23,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
@@ -26,9 +33,9 @@ from django.utils import timezone
 
 from studio.errors import PermissionDenied, ServiceError
 from studio.live.context import MONITOR_LOCK, Context, context_for
-from studio.live.events import Clean, ItemError, checked_session_id, clean_event
+from studio.live.events import SOURCE_LIVE, Clean, ItemError, checked_session_id, clean_event
 from studio.live import storage
-from studio.live.reading import SessionNow, label_event, session_now
+from studio.live.reading import SessionNow, label_event, seen_by, session_after, session_now
 from studio.monitor.anticipation import NOT_YET_KNOWN_WORDS, doomed_now
 from studio.monitor.explain import residual_reading
 from studio.risk import guard as policy_rules
@@ -53,7 +60,11 @@ MAX_WAIT_SECONDS = waits.MAX_WAIT_SECONDS
 PENDING_PAGE = 50
 PENDING_PAGE_MAX = 500
 PENDING_OFFSET_MAX = 1_000_000
-REQUEST_FIELDS = ("event", "continuation", "candidates", "decision_id", "attempt")
+MAX_TAKEN = 64
+REQUEST_FIELDS = ("event", "continuation", "candidates", "decision_id", "attempt", "taken")
+# The question a decision id names: ``taken`` is not part of it (asked again once those events
+# were stored, it is the same question).
+FINGERPRINT_FIELDS = ("event", "continuation", "candidates", "attempt")
 
 # ---------------------------------------------------------------------------------------------
 # Policies
@@ -126,6 +137,7 @@ class GuardRequest:
     decision_id: str | None
     attempt: int
     fingerprint: str
+    taken: list[dict] = field(default_factory=list)
 
 
 def _events_list(value: Any, field: str) -> list:
@@ -185,10 +197,33 @@ def parse_request(document: Any) -> GuardRequest:
         raise ServiceError(f"attempt must be a whole number from 0 to {MAX_ATTEMPT}",
                            field="attempt", status=422)
     fingerprint = hashlib.sha256(json.dumps(
-        {k: document.get(k) for k in REQUEST_FIELDS if k != "decision_id"},
+        {k: document.get(k) for k in FINGERPRINT_FIELDS},
         sort_keys=True, ensure_ascii=True).encode()).hexdigest()
     return GuardRequest(document["event"], continuation, candidates, decision_id, attempt,
-                        fingerprint)
+                        fingerprint, _taken(document.get("taken")))
+
+
+def _taken(value: Any) -> list[dict]:
+    """``taken``: at most ``MAX_TAKEN`` events, each an object with an ``event_id`` (by which the
+    studio tells whether it stored it already)."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ServiceError("taken must be an array of the events taken before the proposed one",
+                           field="taken", status=422)
+    if len(value) > MAX_TAKEN:
+        raise ServiceError(f"taken: at most {MAX_TAKEN} events (post more through the events "
+                           "route first)", field="taken", status=413)
+    for i, raw in enumerate(value):
+        if not isinstance(raw, dict):
+            raise ServiceError(f"taken[{i}] must be an event (a JSON object)", field=f"taken[{i}]",
+                               status=422)
+        event_id = raw.get("event_id")
+        if not isinstance(event_id, str) or not event_id.strip():
+            raise ServiceError(f"taken[{i}].event_id is required (text): it tells whether the "
+                               "studio stored the event already", field=f"taken[{i}].event_id",
+                               status=422)
+    return value
 
 
 # ---------------------------------------------------------------------------------------------
@@ -349,6 +384,7 @@ def guard(workspace: Workspace, session_external_id: str, document: Any, actor=N
     context = context or context_for(workspace)
     policy = effective_policy(workspace)
     now = session_now(workspace, session, context)
+    now, stored = _after_taken(workspace, context, now, request.taken)
     model = _model(workspace, context)
     labelled = _labelled(context, now, request, policy)
     sampled = _sampled(context, now, request, policy, labelled)
@@ -405,7 +441,36 @@ def guard(workspace: Workspace, session_external_id: str, document: Any, actor=N
         existing = GuardDecision.objects.get(workspace=workspace, session=session,
                                              decision_id=decision_id)
         return _repeat(existing, request)
-    return _answer_of(row)
+    answer = _answer_of(row)
+    answer["stored"] = stored
+    return answer
+
+
+def _after_taken(workspace: Workspace, context: Context, now: SessionNow,
+                 taken: list[dict]) -> tuple[SessionNow, list[str]]:
+    """The session as if the ``taken`` events the read did not include followed it, and the
+    ids of those stored in this session (before or after the read; in the order given).  An
+    id stored in another session is not applied (the events route refuses it there)."""
+    if not taken:
+        return now, []
+    cleans = [_clean(raw, now.external_id, f"taken[{i}]") for i, raw in enumerate(taken)]
+    known = storage.stored_events(workspace.pk, SOURCE_LIVE, {c.event_id for c in cleans})
+    seen = seen_by(now, known)
+    here = {event_id for event_id, (session_pk, _) in known.items()
+            if now.pk is not None and session_pk == now.pk}
+    stored, applied, follow = [], set(), []
+    for clean in cleans:
+        if clean.event_id in applied:
+            continue   # a repeat in the list: stored once, so applied once
+        applied.add(clean.event_id)
+        if clean.event_id in here:
+            stored.append(clean.event_id)
+        if clean.event_id in seen:
+            continue   # the monitors read it already
+        if clean.event_id in known and clean.event_id not in here:
+            continue   # stored in another session: never one of this session's events
+        follow.append(clean)
+    return session_after(now, context, follow), stored
 
 
 def _repeat(existing: GuardDecision, request: GuardRequest) -> dict:
@@ -416,6 +481,9 @@ def _repeat(existing: GuardDecision, request: GuardRequest) -> dict:
     _expire(existing)
     answer = _answer_of(existing)
     answer["repeated"] = True
+    # Not looked up for a repeat: the route stores the taken events (again: nothing twice), and
+    # the next question confirms them.
+    answer["stored"] = []
     return answer
 
 

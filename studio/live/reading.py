@@ -1,7 +1,9 @@
 """Reading a live session without storing anything: what its rules say now (``current_rules``,
 for the pages and for ending an ended session again), the session as it stands for questions
-about its next step (``session_now``, read by ``check`` and by the guard), and ``check``: whether
-candidate next events would violate a rule, and what would remain to be done.
+about its next step (``session_now``, read by ``check`` and by the guard), the session as it
+would stand after events the agent took that may not be stored yet (``session_after``, for the
+guard's ``taken``), and ``check``: whether candidate next events would violate a rule, and what
+would remain to be done.
 """
 
 from __future__ import annotations
@@ -79,7 +81,8 @@ class SessionNow:
     """A live session as it stands, for questions about its next step (nothing locked, nothing
     stored): its row (``pk`` None when no event was posted yet), the monitors' saved form
     (``state``, None before the first step), the last event (``previous``, for labelers that
-    compare with it) and the violations counted so far per rule."""
+    compare with it) and the violations counted so far per rule.  ``next_step``: every stored
+    event with a step below it is in the monitors, none from it on (what the read saw)."""
 
     external_id: str
     pk: int | None
@@ -87,6 +90,7 @@ class SessionNow:
     state: dict | None
     previous: dict | None
     counts: dict[str, int]
+    next_step: int = 0
     # The monitors restored from ``state``, per rule set, never advanced (``monitor`` forks).
     _bases: dict = field(default_factory=dict, repr=False, compare=False)
 
@@ -136,7 +140,43 @@ def session_now(workspace: Workspace, session_external_id: str, context: Context
         counts = violation_counts(live.monitor, live.counts)
         state = compact_state(live.monitor.to_json())
     keep_live(workspace.pk, session_external_id, live)  # it fits what was read
-    return SessionNow(session_external_id, session_pk, steps, state, previous, counts)
+    return SessionNow(session_external_id, session_pk, steps, state, previous, counts,
+                      live.next_step)
+
+
+def seen_by(now: SessionNow, known: dict[str, tuple[int, int]]) -> set[str]:
+    """Of the event ids ``known`` (event id -> (session id, step), as stored), those the read
+    behind ``now`` included: stored in this session at a step below ``now.next_step``.  One
+    stored later (after the read) is not in the monitors, whenever its id was looked up."""
+    return {event_id for event_id, (session_pk, step) in known.items()
+            if now.pk is not None and session_pk == now.pk and step < now.next_step}
+
+
+def session_after(now: SessionNow, context: Context, cleans: Sequence[Clean]) -> SessionNow:
+    """The session as it would stand had ``cleans`` (events the agent took, in order, that the
+    read behind ``now`` did not include) been stored after it: they are labelled and fed to a
+    fork of ``now``'s monitors - never to this process's live copy - and the answer is a
+    SessionNow with its steps advanced, its last event, the violations they add counted and
+    its monitors the fed fork.  Stores nothing; ``now`` is left as it was."""
+    if not cleans:
+        return now
+    monitor = now.monitor(context)
+    previous = now.previous
+    for k, clean in enumerate(cleans):
+        event = now.monitor_event(clean, k)
+        labelled = label_event(context, event, previous)   # outside the lock: may ask a model
+        with MONITOR_LOCK:
+            monitor.ingest(labelled)
+        previous = event
+    with MONITOR_LOCK:
+        counts = violation_counts(monitor, now.counts)
+        # Counted now: the forks made from this one must not count them again.
+        monitor.forget_history()
+        state = compact_state(monitor.to_json())
+    after = SessionNow(now.external_id, now.pk, now.steps + len(cleans), state, previous,
+                       counts, now.next_step + len(cleans))
+    after._bases[id(context.ruleset)] = monitor
+    return after
 
 
 def label_event(context: Context, event: dict, previous: dict | None) -> dict:

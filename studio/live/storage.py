@@ -153,6 +153,14 @@ def _known_sql(count: int) -> str:
             f"WHERE workspace_id = %s AND source = %s AND event_id IN ({marks})")
 
 
+def stored_events(workspace_pk: int, source: str, ids: set[str]) -> dict[str, tuple[int, int]]:
+    """Of these event ids, those stored: event id -> (session id, step); one indexed query."""
+    if not ids:
+        return {}
+    return {event_id: (session_pk, step) for event_id, session_pk, step
+            in run(_known_sql(len(ids)), [workspace_pk, source, *ids])}
+
+
 @dataclass
 class Locked:
     pk: int
