@@ -33,7 +33,7 @@ from django.utils import timezone
 
 from studio.errors import PermissionDenied, ServiceError
 from studio.live.context import MONITOR_LOCK, Context, context_for
-from studio.live.events import SOURCE_LIVE, Clean, ItemError, checked_session_id, clean_event
+from studio.live.events import Clean, ItemError, checked_session_id, clean_event
 from studio.live import storage
 from studio.live.reading import SessionNow, label_event, seen_by, session_after, session_now
 from studio.monitor.anticipation import NOT_YET_KNOWN_WORDS, doomed_now
@@ -343,12 +343,15 @@ class _Others(Sequence):
 
 def _requires(now: SessionNow, context: Context):
     """What a rule still requires before the proposed step, in words (asked only for the rules
-    at risk)."""
-    if now.state is None:
-        residuals = {rule.name: rule.formula for rule in context.ruleset.rules}
-    else:
-        residuals = {r["rule"]: r["trac"]["residual"] for r in now.state["rules"]}
-    return lambda name: residual_reading(residuals[name]) if name in residuals else ""
+    at risk: the residuals are read the first time)."""
+    read: dict[str, str] = {}
+
+    def reading(name: str) -> str:
+        if not read:
+            read.update(now.residuals(context))
+        return residual_reading(read[name]) if name in read else ""
+
+    return reading
 
 
 def _poll_path(workspace: Workspace, session: str, decision_id: str) -> str:
@@ -376,15 +379,17 @@ def guard(workspace: Workspace, session_external_id: str, document: Any, actor=N
     ``LabelerUnavailable`` when its events cannot be labelled now (the caller answers 503)."""
     request = parse_request(document)
     session = checked_session_id(session_external_id)
-    if request.decision_id is not None:
+    if request.decision_id is not None and _decided(workspace, session, request.decision_id):
         existing = GuardDecision.objects.filter(workspace=workspace, session=session,
                                                 decision_id=request.decision_id).first()
         if existing is not None:
             return _repeat(existing, request)
     context = context or context_for(workspace)
     policy = effective_policy(workspace)
-    now = session_now(workspace, session, context)
-    now, stored = _after_taken(workspace, context, now, request.taken)
+    # The taken events are checked first, and their ids looked up with the read.
+    taken = [_clean(raw, session, f"taken[{i}]") for i, raw in enumerate(request.taken)]
+    now = session_now(workspace, session, context, [c.event_id for c in taken])
+    now, stored = _after_taken(context, now, taken)
     model = _model(workspace, context)
     labelled = _labelled(context, now, request, policy)
     sampled = _sampled(context, now, request, policy, labelled)
@@ -446,15 +451,24 @@ def guard(workspace: Workspace, session_external_id: str, document: Any, actor=N
     return answer
 
 
-def _after_taken(workspace: Workspace, context: Context, now: SessionNow,
-                 taken: list[dict]) -> tuple[SessionNow, list[str]]:
-    """The session as if the ``taken`` events the read did not include followed it, and the
-    ids of those stored in this session (before or after the read; in the order given).  An
-    id stored in another session is not applied (the events route refuses it there)."""
-    if not taken:
+def _decided(workspace: Workspace, session: str, decision_id: str) -> bool:
+    """Whether this decision id was answered already: asked on every question, so in SQL of
+    its own (the ORM's query costs more CPU than the lookup); the row is read only for a
+    repeat."""
+    table = storage.quoted_table(GuardDecision)
+    return bool(storage.run(f"SELECT 1 FROM {table} WHERE workspace_id = %s AND session = %s "
+                            "AND decision_id = %s", [workspace.pk, session, decision_id]))
+
+
+def _after_taken(context: Context, now: SessionNow,
+                 cleans: list[Clean]) -> tuple[SessionNow, list[str]]:
+    """The session as if the taken events (``cleans``) the read did not include followed it,
+    and the ids of those stored in this session (before or after the read; in the order
+    given).  An id stored in another session is not applied (the events route refuses it
+    there)."""
+    if not cleans:
         return now, []
-    cleans = [_clean(raw, now.external_id, f"taken[{i}]") for i, raw in enumerate(taken)]
-    known = storage.stored_events(workspace.pk, SOURCE_LIVE, {c.event_id for c in cleans})
+    known = now.known
     seen = seen_by(now, known)
     here = {event_id for event_id, (session_pk, _) in known.items()
             if now.pk is not None and session_pk == now.pk}

@@ -103,14 +103,16 @@ def test_events_stored_between_the_read_and_the_id_check_are_not_applied_twice(
         workspace, ruleset, monkeypatch):
     ingest(workspace, "race", with_ids([PAY], "first"))
     taken = with_ids([LOOK, PAY, APPROVE], "race")
-    looked_up = storage.stored_events
+    read = storage.read_session
 
-    def stored_meanwhile(workspace_pk, source, ids):
-        # Another worker stores the taken events after the guard read the session.
+    def stored_meanwhile(workspace_pk, external_id, tail, ids=frozenset(), **kwargs):
+        row, after_live, _ = read(workspace_pk, external_id, tail)
+        # Another worker stores the taken events after the guard read the session, before it
+        # looked their ids up.
         ingest(workspace, "race", taken)
-        return looked_up(workspace_pk, source, ids)
+        return row, after_live, read(workspace_pk, external_id, None, ids, **kwargs)[2]
 
-    monkeypatch.setattr(storage, "stored_events", stored_meanwhile)
+    monkeypatch.setattr(storage, "read_session", stored_meanwhile)
     answer = guard_services.guard(workspace, "race", {"event": SHIP, "taken": taken})
     monkeypatch.undo()
     # Stored after the read, so applied from the question, once: four steps, not seven.
