@@ -428,14 +428,18 @@ def guard(workspace: Workspace, session_external_id: str, document: Any, actor=N
         expires_at=(timezone.now() + timedelta(seconds=policy.human_timeout_seconds)
                     if pending else None))
     try:
+        if not pending and connection.vendor == "postgresql" and not connection.in_atomic_block:
+            # A decision the agent has already acted on is a record, not a promise: it need
+            # not wait for the disk (a crash loses at most the last moment's records; the
+            # agent's events, stored by the events route, are durable).  Written in one round
+            # trip - its own transaction, committed without waiting - rather than the ORM's
+            # four (begin, set, insert, commit), on every question.
+            _insert_decided(row)
+            answer = _answer_of(row)
+            answer["stored"] = stored
+            return answer
         with transaction.atomic():
-            if not pending and connection.vendor == "postgresql":
-                # A decision the agent has already acted on is a record, not a promise: it
-                # need not wait for the disk (a crash loses at most the last moment's records;
-                # the agent's events, stored by the events route, are durable).  A question for
-                # a person is durable: someone will answer it.
-                with connection.cursor() as cursor:
-                    cursor.execute("SET LOCAL synchronous_commit TO OFF")
+            # A question for a person is durable: someone will answer it.
             row.save()
             if pending:
                 record(workspace, actor, LogAction.GUARD_ASKED_HUMAN, row, session=session,
@@ -449,6 +453,25 @@ def guard(workspace: Workspace, session_external_id: str, document: Any, actor=N
     answer = _answer_of(row)
     answer["stored"] = stored
     return answer
+
+
+def _insert_decided(row: GuardDecision) -> None:
+    """Store a settled decision (Postgres, outside any transaction) in one round trip: its
+    own transaction, committed without waiting for the disk.  IntegrityError: the id was
+    decided meanwhile (the transaction is rolled back)."""
+    fields = [f for f in GuardDecision._meta.concrete_fields if not f.primary_key]
+    values = [f.get_db_prep_save(f.pre_save(row, True), connection) for f in fields]
+    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
+    insert = (f"INSERT INTO {storage.quoted_table(GuardDecision)} ({columns}) "
+              f"VALUES ({', '.join(['%s'] * len(fields))})")
+    try:
+        storage.run_together([("BEGIN", []), ("SET LOCAL synchronous_commit TO OFF", []),
+                              (insert, values), ("COMMIT", [])])
+    except IntegrityError:
+        # The insert failed inside the transaction begun above, and the COMMIT after it was
+        # skipped: the transaction is still open (and aborted) - end it.
+        storage.run("ROLLBACK", [])
+        raise
 
 
 def _decided(workspace: Workspace, session: str, decision_id: str) -> bool:

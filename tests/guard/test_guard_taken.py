@@ -212,3 +212,15 @@ def test_a_taken_id_stored_in_another_session_is_not_applied(workspace, ruleset)
     answer = guard_services.guard(workspace, "here", {
         "event": SHIP, "taken": [{**LOOK, "event_id": "shared"}]})
     assert answer["stored"] == [] and answer["steps"] == 0
+
+
+def test_a_decision_id_decided_meanwhile_answers_the_first_decision(workspace, ruleset,
+                                                                    monkeypatch):
+    first = guard_services.guard(workspace, "meanwhile", {"event": PAY, "decision_id": "d7"})
+    # As if a retry raced the first request: not found by the check, refused by the insert.
+    monkeypatch.setattr(guard_services, "_decided", lambda *args: False)
+    again = guard_services.guard(workspace, "meanwhile", {"event": PAY, "decision_id": "d7"})
+    assert again["repeated"] is True and again["decision"] == first["decision"]
+    # The connection is usable afterwards (the failed transaction was ended).
+    assert guard_services.guard(workspace, "meanwhile", {"event": SHIP})["decision"]
+    assert TraceSession.objects.count() == 0
