@@ -5,7 +5,7 @@ Agents: ``POST /api/w/{slug}/live/sessions/{sid}/guard`` asks about a proposed n
 events route does (a bearer token of the workspace, or a Standard Webhooks signature) and answer
 503 with Retry-After when the session's monitors cannot be brought up to date (never a guess).
 The events a guard request carries in ``taken`` that were not stored yet are stored by the same
-worker after the answer is sent (``AnswerThenStore``), through the events route's own service.
+worker after the answer is sent (``AnswerThen``), through the events route's own service.
 
 Staff: a rule set's guard policy (``GET``/``PUT /api/w/{slug}/rule-sets/{id}/guard-policy``) and
 the decisions waiting for a person (``GET /api/w/{slug}/guard/decisions``, ``POST
@@ -130,33 +130,37 @@ def ask_guard(request: HttpRequest, slug: str, session_id: str):
         stored = set(decided.get("stored") or ())
         left = [event for event in document.get("taken") or ()
                 if event["event_id"] not in stored]
-        if not left:
-            return JsonResponse(decided)
-        return AnswerThenStore(decided, store=lambda: ingest(workspace, session_id, left,
-                                                             SOURCE_LIVE, actor))
+        store = (lambda: ingest(workspace, session_id, left, SOURCE_LIVE, actor)) if left \
+            else None
+        return AnswerThen(decided, store=store,
+                          refresh=lambda: services.refresh_ahead(workspace))
 
     return answer(run)
 
 
-class AnswerThenStore(JsonResponse):
-    """A guard answer whose ``taken`` events are stored once it has been sent: the server calls
-    ``close()`` after the body (WSGI; Django's ASGI handler too, in the request's thread), so
-    the write is off the agent's wait and needs no second request.  A store that fails is
-    logged, never raised: the agent still holds the events (nothing was confirmed to it) and
-    sends them again - in its next question's ``taken`` or to the events route."""
+class AnswerThen(JsonResponse):
+    """A guard answer, then - once it has been sent - its ``taken`` events stored and the
+    workspace's live context and policy read again if they are about to expire.  The server
+    calls ``close()`` after the body (WSGI; Django's ASGI handler too, in the request's
+    thread), so this work is off the agent's wait and needs no second request.  A store that
+    fails is logged, never raised: the agent still holds the events (nothing was confirmed to
+    it) and sends them again - in its next question's ``taken`` or to the events route."""
 
-    def __init__(self, data, *, store, **kwargs):
+    def __init__(self, data, *, store=None, refresh=None, **kwargs):
         super().__init__(data, **kwargs)
-        self._store = store
+        self._after = [(work, what) for work, what in (
+            (store, "the taken events of a guard answer could not be stored after it was sent "
+                    "(the agent sends them again)"),
+            (refresh, "the live context could not be read again after an answer"))
+            if work is not None]
 
     def close(self):
-        store, self._store = self._store, None
-        if store is not None:
+        after, self._after = self._after, []
+        for work, what in after:
             try:
-                intake.on_recent_connection(store)
+                intake.on_recent_connection(work)
             except Exception:  # noqa: BLE001 - after the answer, nobody to raise to
-                log.exception("the taken events of a guard answer could not be stored after it "
-                              "was sent (the agent sends them again)")
+                log.exception(what)
         super().close()
 
 

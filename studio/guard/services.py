@@ -33,6 +33,7 @@ from django.utils import timezone
 
 from studio.errors import PermissionDenied, ServiceError
 from studio.live.context import MONITOR_LOCK, Context, context_for
+from studio.live.context import refresh_ahead as context_refresh_ahead
 from studio.live.events import Clean, ItemError, checked_session_id, clean_event
 from studio.live import storage
 from studio.live.reading import SessionNow, label_event, seen_by, session_after, session_now
@@ -123,6 +124,22 @@ def effective_policy(workspace: Workspace) -> Policy:
         with _POLICIES_LOCK:
             _POLICIES[workspace.pk] = (time.monotonic() + ttl, policy)
     return policy
+
+
+def refresh_ahead(workspace: Workspace) -> None:
+    """Read the workspace's live context and policy again now if this process's copies expire
+    within an eighth of ``LIVE_CONTEXT_SECONDS`` (after an answer was sent: the next question
+    then finds them fresh, rather than paying the reads)."""
+    context_refresh_ahead(workspace)
+    ttl = settings.LIVE_CONTEXT_SECONDS
+    if ttl <= 0:
+        return
+    with _POLICIES_LOCK:
+        cached = _POLICIES.get(workspace.pk)
+    if cached is not None and cached[0] - time.monotonic() <= ttl / 8:
+        policy = live_policy(workspace)
+        with _POLICIES_LOCK:
+            _POLICIES[workspace.pk] = (time.monotonic() + ttl, policy)
 
 
 # ---------------------------------------------------------------------------------------------

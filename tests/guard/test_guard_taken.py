@@ -224,3 +224,21 @@ def test_a_decision_id_decided_meanwhile_answers_the_first_decision(workspace, r
     # The connection is usable afterwards (the failed transaction was ended).
     assert guard_services.guard(workspace, "meanwhile", {"event": SHIP})["decision"]
     assert TraceSession.objects.count() == 0
+
+
+def test_after_an_answer_the_context_about_to_expire_is_read_again(agent, workspace, ruleset,
+                                                                   settings):
+    import time
+
+    from studio.live import context as live_context
+
+    settings.LIVE_CONTEXT_SECONDS = 2.0
+    assert ask(agent, "fresh-1", {"event": PAY}).status_code == 200
+    expires, context = live_context._CONTEXTS[workspace.pk]
+    # About to expire: the next answer reads it again once sent, not the question after it.
+    live_context._CONTEXTS[workspace.pk] = (time.monotonic() + 0.1, context)
+    guard_services._POLICIES[workspace.pk] = (time.monotonic() + 0.1,
+                                              guard_services._POLICIES[workspace.pk][1])
+    assert ask(agent, "fresh-1", {"event": PAY}).status_code == 200
+    assert live_context._CONTEXTS[workspace.pk][0] > time.monotonic() + 1.5
+    assert guard_services._POLICIES[workspace.pk][0] > time.monotonic() + 1.5
