@@ -101,11 +101,16 @@ class StudioClient:
 
     def guard(self, session: str, event: dict, continuation: Sequence[dict] | None = None,
               candidates: Sequence[dict] | None = None, decision_id: str | None = None,
-              attempt: int = 0) -> dict:
+              attempt: int = 0, taken: Sequence[dict] | None = None) -> dict:
         """Ask the guard about a proposed next event; stores nothing (post the event actually
         taken with ``send_events``).  ``candidates`` are other sampled next events, each
         ``{"event": ..., "continuation": [...]}``.  Without a ``decision_id`` one is made up, so
-        that a retried request gets the same answer."""
+        that a retried request gets the same answer.
+
+        ``taken``: events the agent took before this one that may not be stored yet (at most
+        64, each with its ``event_id``): the guard decides as if they were, and the studio
+        stores them after answering.  The answer's ``stored`` lists those it had stored
+        already; keep the others until a later answer (or ``send_events``) confirms them."""
         body: dict[str, Any] = {"event": event,
                                 "decision_id": decision_id or uuid.uuid4().hex,
                                 "attempt": attempt}
@@ -113,6 +118,8 @@ class StudioClient:
             body["continuation"] = list(continuation)
         if candidates is not None:
             body["candidates"] = list(candidates)
+        if taken:
+            body["taken"] = list(taken)
         return self._post(self._session_path(session, "guard"), body)
 
     def decision(self, session: str, decision_id: str, wait: float = 0) -> dict:

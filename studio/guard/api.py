@@ -4,6 +4,8 @@ Agents: ``POST /api/w/{slug}/live/sessions/{sid}/guard`` asks about a proposed n
 ``GET .../guard/{decision_id}?wait=S`` waits for a person's answer; both authenticate as the
 events route does (a bearer token of the workspace, or a Standard Webhooks signature) and answer
 503 with Retry-After when the session's monitors cannot be brought up to date (never a guess).
+The events a guard request carries in ``taken`` that were not stored yet are stored by the same
+worker after the answer is sent (``AnswerThen``), through the events route's own service.
 
 Staff: a rule set's guard policy (``GET``/``PUT /api/w/{slug}/rule-sets/{id}/guard-policy``) and
 the decisions waiting for a person (``GET /api/w/{slug}/guard/decisions``, ``POST
@@ -13,6 +15,7 @@ the decisions waiting for a person (``GET /api/w/{slug}/guard/decisions``, ``POS
 from __future__ import annotations
 
 import asyncio
+import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +27,8 @@ from ninja import Field, Router, Schema
 from studio.boundary import Id
 from studio.errors import ServiceError
 from studio.live import intake
+from studio.live.events import SOURCE_LIVE
+from studio.live.ingest import ingest
 from studio.live.api import PROBLEM_RESPONSES, answer, problem
 from studio.rules.models import RuleSet
 from studio.workspaces.acting import actor_of, workspace_for
@@ -33,6 +38,7 @@ from . import predicates as model_predicates
 from . import services, waits
 
 router = Router(tags=["guard"])
+log = logging.getLogger("studio.guard")
 
 
 class RuleAtRisk(Schema):
@@ -76,6 +82,11 @@ class GuardOut(Schema):
         description="rules whose learned risk reached the threshold but is not backed by the "
                     "PAC bound, so it was reported and not acted on (unless the policy's "
                     "act_on_unbacked is true)")
+    stored: list[str] = Field(
+        default_factory=list,
+        description="the event ids of taken that the studio had stored (in this session) when "
+                    "it answered; the others are stored after the answer is sent, and a later "
+                    "answer (or the events route) confirms them")
     not_yet_known: list[str] = Field(
         default_factory=list,
         description="rules for which whether this step leaves them impossible to meet is not "
@@ -96,7 +107,12 @@ _GUARD_BODY = {
             "decision_id": {"type": "string", "maxLength": services.DECISION_ID_MAX,
                             "description": "the same id again answers the same decision"},
             "attempt": {"type": "integer", "minimum": 0,
-                        "description": "how many times this step was already resampled"}}}}}},
+                        "description": "how many times this step was already resampled"},
+            "taken": {"type": "array", "maxItems": services.MAX_TAKEN,
+                      "items": {"type": "object", "required": ["event_id"]},
+                      "description": "the agent's events before the proposed one that may not "
+                                     "be stored yet, in order, each with its event_id: decided "
+                                     "on as if stored; stored after the answer"}}}}}},
     "security": [{"BearerAuth": []}, {}]}
 
 
@@ -110,9 +126,42 @@ def ask_guard(request: HttpRequest, slug: str, session_id: str):
         workspace, actor, _ = intake.authenticate(request, raw, slug)
         intake.check_rate(workspace, actor)
         document = intake.parse_json(intake.decoded_body(request, raw))
-        return JsonResponse(services.guard(workspace, session_id, document, actor))
+        decided = services.guard(workspace, session_id, document, actor)
+        stored = set(decided.get("stored") or ())
+        left = [event for event in document.get("taken") or ()
+                if event["event_id"] not in stored]
+        store = (lambda: ingest(workspace, session_id, left, SOURCE_LIVE, actor)) if left \
+            else None
+        return AnswerThen(decided, store=store,
+                          refresh=lambda: services.refresh_ahead(workspace))
 
     return answer(run)
+
+
+class AnswerThen(JsonResponse):
+    """A guard answer, then - once it has been sent - its ``taken`` events stored and the
+    workspace's live context and policy read again if they are about to expire.  The server
+    calls ``close()`` after the body (WSGI; Django's ASGI handler too, in the request's
+    thread), so this work is off the agent's wait and needs no second request.  A store that
+    fails is logged, never raised: the agent still holds the events (nothing was confirmed to
+    it) and sends them again - in its next question's ``taken`` or to the events route."""
+
+    def __init__(self, data, *, store=None, refresh=None, **kwargs):
+        super().__init__(data, **kwargs)
+        self._after = [(work, what) for work, what in (
+            (store, "the taken events of a guard answer could not be stored after it was sent "
+                    "(the agent sends them again)"),
+            (refresh, "the live context could not be read again after an answer"))
+            if work is not None]
+
+    def close(self):
+        after, self._after = self._after, []
+        for work, what in after:
+            try:
+                intake.on_recent_connection(work)
+            except Exception:  # noqa: BLE001 - after the answer, nobody to raise to
+                log.exception(what)
+        super().close()
 
 
 @router.get("w/{slug}/live/sessions/{session_id}/guard/{decision_id}", auth=None,

@@ -6,6 +6,13 @@ as for the events route; the predictors run on copies (``studio.risk``); ``studi
 decides.  Nothing of the session changes: the agent posts the event it actually took to the events
 route.  What is kept is the decision (``GuardDecision``), so that asking again with the same id
 answers the same, a person can answer an ``ask_human``, and the record shows what was decided.
+
+``taken``: the agent's events before the proposed one that the studio may not have stored yet
+(each with its ``event_id``).  The guard decides as if they had been stored after the session
+as it read it (``studio.live.reading.session_after``: the ones the read already included, by
+their step numbers, are not applied twice) and answers which of them were already stored
+(``stored``).  The route stores the others after answering (``studio.guard.api``), so an agent
+need not wait for its last events to be written before asking about its next step.
 """
 
 from __future__ import annotations
@@ -16,7 +23,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
@@ -26,9 +33,10 @@ from django.utils import timezone
 
 from studio.errors import PermissionDenied, ServiceError
 from studio.live.context import MONITOR_LOCK, Context, context_for
+from studio.live.context import refresh_ahead as context_refresh_ahead
 from studio.live.events import Clean, ItemError, checked_session_id, clean_event
 from studio.live import storage
-from studio.live.reading import SessionNow, label_event, session_now
+from studio.live.reading import SessionNow, label_event, seen_by, session_after, session_now
 from studio.monitor.anticipation import NOT_YET_KNOWN_WORDS, doomed_now
 from studio.monitor.explain import residual_reading
 from studio.risk import guard as policy_rules
@@ -53,7 +61,11 @@ MAX_WAIT_SECONDS = waits.MAX_WAIT_SECONDS
 PENDING_PAGE = 50
 PENDING_PAGE_MAX = 500
 PENDING_OFFSET_MAX = 1_000_000
-REQUEST_FIELDS = ("event", "continuation", "candidates", "decision_id", "attempt")
+MAX_TAKEN = 64
+REQUEST_FIELDS = ("event", "continuation", "candidates", "decision_id", "attempt", "taken")
+# The question a decision id names: ``taken`` is not part of it (asked again once those events
+# were stored, it is the same question).
+FINGERPRINT_FIELDS = ("event", "continuation", "candidates", "attempt")
 
 # ---------------------------------------------------------------------------------------------
 # Policies
@@ -114,6 +126,22 @@ def effective_policy(workspace: Workspace) -> Policy:
     return policy
 
 
+def refresh_ahead(workspace: Workspace) -> None:
+    """Read the workspace's live context and policy again now if this process's copies expire
+    within an eighth of ``LIVE_CONTEXT_SECONDS`` (after an answer was sent: the next question
+    then finds them fresh, rather than paying the reads)."""
+    context_refresh_ahead(workspace)
+    ttl = settings.LIVE_CONTEXT_SECONDS
+    if ttl <= 0:
+        return
+    with _POLICIES_LOCK:
+        cached = _POLICIES.get(workspace.pk)
+    if cached is not None and cached[0] - time.monotonic() <= ttl / 8:
+        policy = live_policy(workspace)
+        with _POLICIES_LOCK:
+            _POLICIES[workspace.pk] = (time.monotonic() + ttl, policy)
+
+
 # ---------------------------------------------------------------------------------------------
 # Requests
 
@@ -126,6 +154,7 @@ class GuardRequest:
     decision_id: str | None
     attempt: int
     fingerprint: str
+    taken: list[dict] = field(default_factory=list)
 
 
 def _events_list(value: Any, field: str) -> list:
@@ -185,10 +214,33 @@ def parse_request(document: Any) -> GuardRequest:
         raise ServiceError(f"attempt must be a whole number from 0 to {MAX_ATTEMPT}",
                            field="attempt", status=422)
     fingerprint = hashlib.sha256(json.dumps(
-        {k: document.get(k) for k in REQUEST_FIELDS if k != "decision_id"},
+        {k: document.get(k) for k in FINGERPRINT_FIELDS},
         sort_keys=True, ensure_ascii=True).encode()).hexdigest()
     return GuardRequest(document["event"], continuation, candidates, decision_id, attempt,
-                        fingerprint)
+                        fingerprint, _taken(document.get("taken")))
+
+
+def _taken(value: Any) -> list[dict]:
+    """``taken``: at most ``MAX_TAKEN`` events, each an object with an ``event_id`` (by which the
+    studio tells whether it stored it already)."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ServiceError("taken must be an array of the events taken before the proposed one",
+                           field="taken", status=422)
+    if len(value) > MAX_TAKEN:
+        raise ServiceError(f"taken: at most {MAX_TAKEN} events (post more through the events "
+                           "route first)", field="taken", status=413)
+    for i, raw in enumerate(value):
+        if not isinstance(raw, dict):
+            raise ServiceError(f"taken[{i}] must be an event (a JSON object)", field=f"taken[{i}]",
+                               status=422)
+        event_id = raw.get("event_id")
+        if not isinstance(event_id, str) or not event_id.strip():
+            raise ServiceError(f"taken[{i}].event_id is required (text): it tells whether the "
+                               "studio stored the event already", field=f"taken[{i}].event_id",
+                               status=422)
+    return value
 
 
 # ---------------------------------------------------------------------------------------------
@@ -308,12 +360,15 @@ class _Others(Sequence):
 
 def _requires(now: SessionNow, context: Context):
     """What a rule still requires before the proposed step, in words (asked only for the rules
-    at risk)."""
-    if now.state is None:
-        residuals = {rule.name: rule.formula for rule in context.ruleset.rules}
-    else:
-        residuals = {r["rule"]: r["trac"]["residual"] for r in now.state["rules"]}
-    return lambda name: residual_reading(residuals[name]) if name in residuals else ""
+    at risk: the residuals are read the first time)."""
+    read: dict[str, str] = {}
+
+    def reading(name: str) -> str:
+        if not read:
+            read.update(now.residuals(context))
+        return residual_reading(read[name]) if name in read else ""
+
+    return reading
 
 
 def _poll_path(workspace: Workspace, session: str, decision_id: str) -> str:
@@ -341,14 +396,17 @@ def guard(workspace: Workspace, session_external_id: str, document: Any, actor=N
     ``LabelerUnavailable`` when its events cannot be labelled now (the caller answers 503)."""
     request = parse_request(document)
     session = checked_session_id(session_external_id)
-    if request.decision_id is not None:
+    if request.decision_id is not None and _decided(workspace, session, request.decision_id):
         existing = GuardDecision.objects.filter(workspace=workspace, session=session,
                                                 decision_id=request.decision_id).first()
         if existing is not None:
             return _repeat(existing, request)
     context = context or context_for(workspace)
     policy = effective_policy(workspace)
-    now = session_now(workspace, session, context)
+    # The taken events are checked first, and their ids looked up with the read.
+    taken = [_clean(raw, session, f"taken[{i}]") for i, raw in enumerate(request.taken)]
+    now = session_now(workspace, session, context, [c.event_id for c in taken])
+    now, stored = _after_taken(context, now, taken)
     model = _model(workspace, context)
     labelled = _labelled(context, now, request, policy)
     sampled = _sampled(context, now, request, policy, labelled)
@@ -388,14 +446,18 @@ def guard(workspace: Workspace, session_external_id: str, document: Any, actor=N
         expires_at=(timezone.now() + timedelta(seconds=policy.human_timeout_seconds)
                     if pending else None))
     try:
+        if not pending and connection.vendor == "postgresql" and not connection.in_atomic_block:
+            # A decision the agent has already acted on is a record, not a promise: it need
+            # not wait for the disk (a crash loses at most the last moment's records; the
+            # agent's events, stored by the events route, are durable).  Written in one round
+            # trip - its own transaction, committed without waiting - rather than the ORM's
+            # four (begin, set, insert, commit), on every question.
+            _insert_decided(row)
+            answer = _answer_of(row)
+            answer["stored"] = stored
+            return answer
         with transaction.atomic():
-            if not pending and connection.vendor == "postgresql":
-                # A decision the agent has already acted on is a record, not a promise: it
-                # need not wait for the disk (a crash loses at most the last moment's records;
-                # the agent's events, stored by the events route, are durable).  A question for
-                # a person is durable: someone will answer it.
-                with connection.cursor() as cursor:
-                    cursor.execute("SET LOCAL synchronous_commit TO OFF")
+            # A question for a person is durable: someone will answer it.
             row.save()
             if pending:
                 record(workspace, actor, LogAction.GUARD_ASKED_HUMAN, row, session=session,
@@ -406,7 +468,64 @@ def guard(workspace: Workspace, session_external_id: str, document: Any, actor=N
         existing = GuardDecision.objects.get(workspace=workspace, session=session,
                                              decision_id=decision_id)
         return _repeat(existing, request)
-    return _answer_of(row)
+    answer = _answer_of(row)
+    answer["stored"] = stored
+    return answer
+
+
+def _insert_decided(row: GuardDecision) -> None:
+    """Store a settled decision (Postgres, outside any transaction) in one round trip: its
+    own transaction, committed without waiting for the disk.  IntegrityError: the id was
+    decided meanwhile (the transaction is rolled back)."""
+    fields = [f for f in GuardDecision._meta.concrete_fields if not f.primary_key]
+    values = [f.get_db_prep_save(f.pre_save(row, True), connection) for f in fields]
+    columns = ", ".join(connection.ops.quote_name(f.column) for f in fields)
+    insert = (f"INSERT INTO {storage.quoted_table(GuardDecision)} ({columns}) "
+              f"VALUES ({', '.join(['%s'] * len(fields))})")
+    try:
+        storage.run_together([("BEGIN", []), ("SET LOCAL synchronous_commit TO OFF", []),
+                              (insert, values), ("COMMIT", [])])
+    except IntegrityError:
+        # The insert failed inside the transaction begun above, and the COMMIT after it was
+        # skipped: the transaction is still open (and aborted) - end it.
+        storage.run("ROLLBACK", [])
+        raise
+
+
+def _decided(workspace: Workspace, session: str, decision_id: str) -> bool:
+    """Whether this decision id was answered already: asked on every question, so in SQL of
+    its own (the ORM's query costs more CPU than the lookup); the row is read only for a
+    repeat."""
+    table = storage.quoted_table(GuardDecision)
+    return bool(storage.run(f"SELECT 1 FROM {table} WHERE workspace_id = %s AND session = %s "
+                            "AND decision_id = %s", [workspace.pk, session, decision_id]))
+
+
+def _after_taken(context: Context, now: SessionNow,
+                 cleans: list[Clean]) -> tuple[SessionNow, list[str]]:
+    """The session as if the taken events (``cleans``) the read did not include followed it,
+    and the ids of those stored in this session (before or after the read; in the order
+    given).  An id stored in another session is not applied (the events route refuses it
+    there)."""
+    if not cleans:
+        return now, []
+    known = now.known
+    seen = seen_by(now, known)
+    here = {event_id for event_id, (session_pk, _) in known.items()
+            if now.pk is not None and session_pk == now.pk}
+    stored, applied, follow = [], set(), []
+    for clean in cleans:
+        if clean.event_id in applied:
+            continue   # a repeat in the list: stored once, so applied once
+        applied.add(clean.event_id)
+        if clean.event_id in here:
+            stored.append(clean.event_id)
+        if clean.event_id in seen:
+            continue   # the monitors read it already
+        if clean.event_id in known and clean.event_id not in here:
+            continue   # stored in another session: never one of this session's events
+        follow.append(clean)
+    return session_after(now, context, follow), stored
 
 
 def _repeat(existing: GuardDecision, request: GuardRequest) -> dict:
@@ -417,6 +536,9 @@ def _repeat(existing: GuardDecision, request: GuardRequest) -> dict:
     _expire(existing)
     answer = _answer_of(existing)
     answer["repeated"] = True
+    # Not looked up for a repeat: the route stores the taken events (again: nothing twice), and
+    # the next question confirms them.
+    answer["stored"] = []
     return answer
 
 

@@ -31,13 +31,18 @@ has no MCP session, without the header or ``_meta``) is refused saying how to na
 guess.  Calls of one session are taken one at a time, in the order they arrive, so each is judged
 on the session as it stands after the previous one.
 
-Events are stored in the background once the upstream answered, so the model does not wait for
-them; the next call of the session waits until they are stored (the guard must see them).  When
-the studio cannot be reached the gateway fails closed: the call is refused with an error saying
-the studio could not be reached, unless ``fail_open`` is set, in which case it goes upstream
-unguarded and its events wait (in order, up to ``MAX_PENDING_EVENTS``) until the studio answers
-again.  A refusal by the studio itself (a wrong token: 401, no such workspace: 404) is never
-waved through.
+A call's events wait in the session's ``pending`` list until the studio confirms them stored.
+The next call's guard question carries them (``taken``): the guard decides as if they were
+stored, says which it had stored already (those leave ``pending``), and stores the others after
+sending its answer - so no call waits for the previous call's events to be written, and no
+second request is made for them.  A session idle for ``IDLE_FLUSH_SECONDS``, a session that
+ends, a gateway that shuts down and a list longer than one question carries (``MAX_TAKEN``)
+post ``pending`` through the events route (the one the model's next call then waits for);
+events are idempotent by id, so one sent twice is stored once.  When the studio cannot be
+reached the gateway fails closed: the call is refused with an error saying the studio could not
+be reached, unless ``fail_open`` is set, in which case it goes upstream unguarded and its events
+wait (in order, up to ``MAX_PENDING_EVENTS``) until the studio answers again.  A refusal by the
+studio itself (a wrong token: 401, no such workspace: 404) is never waved through.
 """
 
 from __future__ import annotations
@@ -72,6 +77,10 @@ MCP_SESSION_HEADER = "mcp-session-id"
 # studio's own deadline always comes first.
 HUMAN_WAIT_SECONDS = 24 * 3600 + 300
 MAX_PENDING_EVENTS = 10_000
+MAX_TAKEN = 64                      # events one guard question carries (the studio's cap)
+IDLE_FLUSH_SECONDS = 1.0            # a session this long without a call posts its events
+IDLE_CHECK_SECONDS = 0.25
+SHUTDOWN_STORE_SECONDS = 10.0       # how long a gateway shutting down tries to post its events
 RESULT_TEXT_LIMIT = 64_000          # characters of a tool's result kept in its event
 WRITE_BATCH = 100
 RULES_REFRESH_SECONDS = 60
@@ -245,8 +254,9 @@ class _Session:
     """A session as the gateway sees it: its calls one at a time, its events not yet stored."""
 
     lock: anyio.Lock = field(default_factory=anyio.Lock)
-    pending: list[dict] = field(default_factory=list)
+    pending: list[dict] = field(default_factory=list)   # not confirmed stored, in order
     writing: anyio.Event | None = None
+    quiet_since: float = 0.0        # the last call's end (or failed write): for the idle flush
     failure: str | None = None      # why the last write did not store the pending events
     stopped: str | None = None      # why every later call is refused
     refusals: int = 0               # refused proposals since the last call let through
@@ -258,16 +268,19 @@ class Gateway:
 
     ``client``: the studio's live API for the workspace (a token of it); ``fail_open``: let calls
     through unguarded when the studio cannot be reached (default: refuse them); ``session``: the
-    session of calls that name none; ``human_wait``: the longest a call waits for a person."""
+    session of calls that name none; ``human_wait``: the longest a call waits for a person;
+    ``idle_flush``: seconds without a call after which a session's events are posted."""
 
     def __init__(self, client: StudioClient, upstreams: Sequence[Upstream], *,
                  fail_open: bool = False, session: str | None = None,
-                 human_wait: float = HUMAN_WAIT_SECONDS, name: str = "compliance-studio-gateway"):
+                 human_wait: float = HUMAN_WAIT_SECONDS, name: str = "compliance-studio-gateway",
+                 idle_flush: float = IDLE_FLUSH_SECONDS):
         self.client = client
         self.upstreams = list(upstreams)
         self.fail_open = fail_open
         self.default_session = session
         self.human_wait = human_wait
+        self.idle_flush = idle_flush
         self.tools: dict[str, tuple[str, types.Tool]] = {}
         self.connections: dict[str, Client] = {}
         self.sessions: dict[str, _Session] = {}
@@ -301,12 +314,25 @@ class Gateway:
             self.tools = tool_table(listed)
             await self._read_sentences()
             self._tasks = await stack.enter_async_context(anyio.create_task_group())
+            idle = anyio.CancelScope()
+            self._tasks.start_soon(self._flush_idle_sessions, idle)
             try:
                 yield self
             finally:
-                for session_id, state in list(self.sessions.items()):
-                    if state.pending:
-                        self._write_soon(session_id, state)
+                idle.cancel()
+                await self.store_pending()
+
+    async def store_pending(self) -> None:
+        """Post every session's pending events through the events route (shutting down): up
+        to ``SHUTDOWN_STORE_SECONDS``, shielded from the cancellation that may be ending the
+        gateway."""
+        with anyio.move_on_after(SHUTDOWN_STORE_SECONDS, shield=True):
+            for session_id, state in list(self.sessions.items()):
+                if state.writing is not None and not state.writing.is_set():
+                    await state.writing.wait()
+                if state.pending:
+                    state.writing = anyio.Event()
+                    await self._write(session_id, state)
 
     async def serve_stdio(self) -> None:
         """Serve one client over this process's stdin/stdout."""
@@ -314,8 +340,11 @@ class Gateway:
 
         if self.default_session is None:
             self.default_session = f"mcp-{uuid.uuid4().hex[:16]}"
-        async with self.connected(), stdio_server() as (read, write):
+        async with self.connected(), stdio_server() as (read, write), \
+                anyio.create_task_group() as serving:
+            serving.start_soon(_cancel_on_sigterm, serving.cancel_scope)
             await self.server.run(read, write, self.server.create_initialization_options())
+            serving.cancel_scope.cancel()
 
     def http_app(self, host: str = "127.0.0.1", path: str = "/mcp"):
         """The streamable-HTTP app (Starlette); serve it inside ``connected()``."""
@@ -325,9 +354,18 @@ class Gateway:
                          ready: Callable[[], None] | None = None) -> None:
         import uvicorn
 
+        gateway = self
+
+        class Server(uvicorn.Server):
+            async def shutdown(self, sockets=None):
+                await super().shutdown(sockets)
+                # Here, not after serve(): uvicorn raises the signal that stopped it again once
+                # serve() is over, which ends the process before pending events are posted.
+                await gateway.store_pending()
+
         app = self.http_app(host, path)
-        server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
-                                               lifespan="on"))
+        server = Server(uvicorn.Config(app, host=host, port=port, log_level="warning",
+                                       lifespan="on"))
         async with self.connected():
             if ready is not None:
                 ready()
@@ -381,13 +419,15 @@ class Gateway:
         if state.stopped:
             return tool_error(state.stopped)
         began = time.perf_counter()
-        failure = await self._flush(session_id, state)
+        if len(state.pending) > MAX_TAKEN:
+            # More than one question carries: stored first, through the events route.
+            failure = await self._flush(session_id, state)
+            if failure and not self.fail_open:
+                return tool_error(
+                    f"The compliance gateway did not make the call to {name}: the studio could "
+                    f"not be reached to store the earlier calls of session {session_id} "
+                    f"({failure}). The gateway fails closed: no call goes through unguarded.")
         flushed = time.perf_counter()
-        if failure and not self.fail_open:
-            return tool_error(
-                f"The compliance gateway did not make the call to {name}: the studio could not "
-                f"be reached to store the earlier calls of session {session_id} ({failure}). "
-                "The gateway fails closed: no call goes through unguarded.")
         event = {"output": {"tool": name, "args": arguments}}
         call_id = uuid.uuid4().hex
         answer = await self._ask(session_id, state, name, event, call_id)
@@ -438,11 +478,21 @@ class Gateway:
     async def _ask(self, session_id: str, state: _Session, name: str, event: dict,
                    call_id: str) -> dict | types.CallToolResult | None:
         """The guard's settled answer; None when the studio could not be reached and the
-        gateway fails open; a tool error when the call must be refused without an answer."""
+        gateway fails open; a tool error when the call must be refused without an answer.
+        The question carries the session's events not confirmed stored yet (``taken``)."""
         try:
-            answer = await anyio.to_thread.run_sync(
-                lambda: self.client.guard(session_id, event, decision_id=call_id,
-                                          attempt=min(state.refusals, 1_000)))
+            try:
+                answer = await self._question(session_id, state, event, call_id)
+            except StudioError as exc:
+                if exc.status not in (413, 422) or not (exc.field or "").startswith("taken"):
+                    raise
+                # An event the studio will not take (it refuses it by name): posted through
+                # the events route, which stores the others and refuses it loudly, then asked
+                # again without it.
+                log.warning("session %s: the guard refused the earlier events (%s); they go "
+                            "through the events route", session_id, exc)
+                await self._flush(session_id, state)
+                answer = await self._question(session_id, state, event, call_id)
             if answer.get("decision") == "ask_human" and answer.get("status") == "pending":
                 log.info("session %s: %s waits for a person on the Live page", session_id, name)
                 answer = await anyio.to_thread.run_sync(
@@ -468,18 +518,39 @@ class Gateway:
                 f"The compliance gateway did not make the call to {name}: the studio refused "
                 f"its question to the guard ({exc}).")
 
+    async def _question(self, session_id: str, state: _Session, event: dict,
+                        call_id: str) -> dict:
+        taken = list(state.pending[:MAX_TAKEN])
+        answer = await anyio.to_thread.run_sync(
+            lambda: self.client.guard(session_id, event, decision_id=call_id,
+                                      attempt=min(state.refusals, 1_000), taken=taken))
+        _confirm(state, answer.get("stored") or ())
+        return answer
+
     # -----------------------------------------------------------------------------------------
-    # Storing events, in order, in the background
+    # Storing events, in order: carried by the next question, or posted when the session is idle
 
     def _record(self, session_id: str, state: _Session, events: list[dict]) -> None:
         state.pending.extend(events)
+        state.quiet_since = time.monotonic()
         if len(state.pending) > MAX_PENDING_EVENTS:
             dropped = len(state.pending) - MAX_PENDING_EVENTS
             del state.pending[:dropped]
             log.error("session %s: %d events could not be stored and were dropped (the studio "
                       "was unreachable for too long; at most %d wait)", session_id, dropped,
                       MAX_PENDING_EVENTS)
-        self._write_soon(session_id, state)
+
+    async def _flush_idle_sessions(self, scope: anyio.CancelScope) -> None:
+        """Post the events of every session without a call for ``idle_flush`` seconds (the
+        next question would have carried them; there may be none)."""
+        with scope:
+            while True:
+                await anyio.sleep(min(IDLE_CHECK_SECONDS, self.idle_flush))
+                now = time.monotonic()
+                for session_id, state in list(self.sessions.items()):
+                    if (state.pending and not state.lock.locked()
+                            and now - state.quiet_since >= self.idle_flush):
+                        self._write_soon(session_id, state)
 
     def _write_soon(self, session_id: str, state: _Session) -> None:
         if state.writing is None or state.writing.is_set():
@@ -496,6 +567,7 @@ class Gateway:
                 except StudioError as exc:
                     if exc.status is None or exc.status in UNREACHABLE_STATUSES:
                         state.failure = str(exc)
+                        state.quiet_since = time.monotonic()   # the idle flush tries again
                         log.warning("session %s: %d events wait to be stored: %s", session_id,
                                     len(state.pending), exc)
                         return
@@ -509,10 +581,11 @@ class Gateway:
                         if item.get("status") == "error":
                             log.error("session %s: event %s was refused: %s", session_id,
                                       item.get("index"), item.get("error"))
-                del state.pending[:len(batch)]
+                _confirm(state, [e.get("event_id") for e in batch])
                 state.failure = None
         finally:
-            state.writing.set()
+            if state.writing is not None:
+                state.writing.set()
 
     async def _flush(self, session_id: str, state: _Session) -> str | None:
         """Wait until the session's earlier events are stored (trying once more when the last
@@ -582,6 +655,13 @@ def rule_sentences(rules: Sequence[Mapping[str, Any]]) -> dict[str, str]:
     return found
 
 
+def _confirm(state: _Session, event_ids) -> None:
+    """Drop from ``pending`` the events the studio confirmed stored (or refused for good)."""
+    done = set(event_ids)
+    if done:
+        state.pending = [e for e in state.pending if e.get("event_id") not in done]
+
+
 def _json_or_text(text: str) -> Any:
     """A text that is a JSON object or array, as that value (so rules can read its fields);
     any other text as it is."""
@@ -601,6 +681,20 @@ def _unsettled(name: str, answer: Mapping[str, Any], waited: float) -> str:
     return (f"The compliance guard did not let the call to {name} through: its decision "
             f"{answer.get('decision')!r} is not one this gateway knows, and an unknown answer "
             "is not a permission.")
+
+
+async def _cancel_on_sigterm(scope: anyio.CancelScope) -> None:
+    """A stdio gateway told to stop (SIGTERM, as a host ends it) stops serving and posts its
+    pending events first (``connected``), rather than dying with them."""
+    import signal
+
+    try:
+        with anyio.open_signal_receiver(signal.SIGTERM) as signals:
+            async for _ in signals:
+                scope.cancel()
+                return
+    except (NotImplementedError, ValueError, RuntimeError):
+        return   # no signals here (not the main thread, or a platform without them)
 
 
 async def _all_tools(connection: Client) -> list[types.Tool]:

@@ -1,7 +1,9 @@
 """Reading a live session without storing anything: what its rules say now (``current_rules``,
 for the pages and for ending an ended session again), the session as it stands for questions
-about its next step (``session_now``, read by ``check`` and by the guard), and ``check``: whether
-candidate next events would violate a rule, and what would remain to be done.
+about its next step (``session_now``, read by ``check`` and by the guard), the session as it
+would stand after events the agent took that may not be stored yet (``session_after``, for the
+guard's ``taken``), and ``check``: whether candidate next events would violate a rule, and what
+would remain to be done.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from .context import MONITOR_LOCK, Context, LiveVersion, cached_ruleset, context
 from .errors import SessionEnded, labelers_answer
 from .events import MAX_EVENTS_PER_BATCH, Clean, ItemError, checked_session_id, clean_event
 from .snapshots import (
-    bring_up_to_date, compact_state, feed_stored, from_snapshot, gap_limit, keep_live,
+    bring_up_to_date, feed_stored, from_snapshot, gap_limit, keep_live,
     rule_states, rules_now, snapshot_fits, take_live, violation_counts,
 )
 
@@ -77,9 +79,13 @@ def current_rules(session: TraceSession, context: Context) -> dict:
 @dataclass
 class SessionNow:
     """A live session as it stands, for questions about its next step (nothing locked, nothing
-    stored): its row (``pk`` None when no event was posted yet), the monitors' saved form
-    (``state``, None before the first step), the last event (``previous``, for labelers that
-    compare with it) and the violations counted so far per rule."""
+    stored): its row (``pk`` None when no event was posted yet), its monitors - a copy of this
+    process's live ones (``_bases``), else restored from their saved form (``state``; neither:
+    before the first step) - the last event (``previous``, for labelers that compare with it)
+    and the violations counted per rule besides those its monitors still list.  ``next_step``:
+    every stored event with a step below it is in the monitors, none from it on (what the read
+    saw).  ``known``: of the event ids ``session_now`` was asked about, those stored (event id
+    -> (session id, step)), looked up right after the read."""
 
     external_id: str
     pk: int | None
@@ -87,12 +93,14 @@ class SessionNow:
     state: dict | None
     previous: dict | None
     counts: dict[str, int]
-    # The monitors restored from ``state``, per rule set, never advanced (``monitor`` forks).
+    next_step: int = 0
+    known: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # The monitors per rule set, never advanced (``monitor`` forks them).
     _bases: dict = field(default_factory=dict, repr=False, compare=False)
 
     def monitor(self, context: Context) -> FastSessionMonitor:
-        """A fresh copy of the session's monitors (the caller may advance it): restored from
-        ``state`` once, then forked (``SessionMonitor.fork``: nothing parsed again)."""
+        """A fresh copy of the session's monitors (the caller may advance it): forked
+        (``SessionMonitor.fork``: copy on write, nothing parsed again)."""
         with MONITOR_LOCK:
             return self.monitors(context).fork()
 
@@ -108,22 +116,33 @@ class SessionNow:
                 self._bases[id(context.ruleset)] = base
             return base
 
+    def residuals(self, context: Context) -> dict[str, str]:
+        """Each rule's residual now (what it still requires), as text."""
+        if self.pk is None and not self.steps and not self._bases:
+            return {rule.name: rule.formula for rule in context.ruleset.rules}
+        with MONITOR_LOCK:
+            # Read from a copy: reading a rule's state makes the fast monitor write it out.
+            saved = self.monitor(context).to_json()
+        return {rule["rule"]: rule["trac"]["residual"] for rule in saved["rules"]}
+
     def monitor_event(self, clean: Clean, steps_ahead: int = 0) -> dict:
         return monitor_event(self.pk, self.steps + steps_ahead, clean.lifeline, clean.input,
                              clean.output, clean.data, clean.labels)
 
 
-def session_now(workspace: Workspace, session_external_id: str, context: Context
-                ) -> SessionNow:
+def session_now(workspace: Workspace, session_external_id: str, context: Context,
+                ids: Sequence[str] = ()) -> SessionNow:
     """The session's monitors brought up to date with its stored events (this process's copy
-    when it fits, else the snapshot, else a replay).  ``SessionEnded`` for an ended session;
+    when it fits, else the snapshot, else a replay), and which of the event ids ``ids`` are
+    stored (``known``, in the same round trip).  ``SessionEnded`` for an ended session;
     ``LabelerUnavailable`` when a labeler cannot label the events it has to catch up on."""
     session_external_id = checked_session_id(session_external_id)
     cached = take_live(workspace.pk, session_external_id, context)
     tail = (cached.pk, cached.next_step, gap_limit()) if cached is not None else None
-    row, after_live = storage.read_session(workspace.pk, session_external_id, tail)
+    row, after_live, known = storage.read_session(workspace.pk, session_external_id, tail,
+                                                  set(ids))
     if row is None:
-        return SessionNow(session_external_id, None, 0, None, None, {})
+        return SessionNow(session_external_id, None, 0, None, None, {}, 0, known)
     session_pk, steps = row[0], row[1]
     if row[2] is not None:
         raise SessionEnded(session_external_id)
@@ -134,9 +153,47 @@ def session_now(workspace: Workspace, session_external_id: str, context: Context
     previous = live.last if context.labeling.labelers else None
     with MONITOR_LOCK:
         counts = violation_counts(live.monitor, live.counts)
-        state = compact_state(live.monitor.to_json())
+        # A copy on write of the live monitors, not their saved form read back (that costs a
+        # request as much CPU as the decision): the live ones go back to the cache and move
+        # on; the copy stays as it was read.
+        base = live.monitor.fork()
     keep_live(workspace.pk, session_external_id, live)  # it fits what was read
-    return SessionNow(session_external_id, session_pk, steps, state, previous, counts)
+    now = SessionNow(session_external_id, session_pk, steps, None, previous, counts,
+                     live.next_step, known)
+    now._bases[id(context.ruleset)] = base
+    return now
+
+
+def seen_by(now: SessionNow, known: dict[str, tuple[int, int]]) -> set[str]:
+    """Of the event ids ``known`` (event id -> (session id, step), as stored), those the read
+    behind ``now`` included: stored in this session at a step below ``now.next_step``.  One
+    stored later (after the read) is not in the monitors, whenever its id was looked up."""
+    return {event_id for event_id, (session_pk, step) in known.items()
+            if now.pk is not None and session_pk == now.pk and step < now.next_step}
+
+
+def session_after(now: SessionNow, context: Context, cleans: Sequence[Clean]) -> SessionNow:
+    """The session as it would stand had ``cleans`` (events the agent took, in order, that the
+    read behind ``now`` did not include) been stored after it: they are labelled and fed to a
+    fork of ``now``'s monitors - never to this process's live copy - and the answer is a
+    SessionNow with its steps advanced, its last event, the violations they add counted and
+    its monitors the fed fork.  Stores nothing; ``now`` is left as it was."""
+    if not cleans:
+        return now
+    monitor = now.monitor(context)
+    previous = now.previous
+    for k, clean in enumerate(cleans):
+        event = now.monitor_event(clean, k)
+        labelled = label_event(context, event, previous)   # outside the lock: may ask a model
+        with MONITOR_LOCK:
+            monitor.ingest(labelled)
+        previous = event
+    # The violations they add stay listed in the fed monitors (and in their forks), so the
+    # counts beside them stay ``now``'s (``violation_counts`` adds the listed ones).
+    after = SessionNow(now.external_id, now.pk, now.steps + len(cleans), None, previous,
+                       now.counts, now.next_step + len(cleans), now.known)
+    after._bases[id(context.ruleset)] = monitor
+    return after
 
 
 def label_event(context: Context, event: dict, previous: dict | None) -> dict:

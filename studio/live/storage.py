@@ -69,22 +69,28 @@ def read_state(session_pk: int) -> Any:
     return state_value(rows[0][0]) if rows else None
 
 
-def read_session(workspace_pk: int, external_id: str, tail: tuple[int, int, int] | None
-                 ) -> tuple[tuple | None, list[dict] | None]:
+def read_session(workspace_pk: int, external_id: str, tail: tuple[int, int, int] | None,
+                 ids: set[str] = frozenset(), source: str = SOURCE_LIVE
+                 ) -> tuple[tuple | None, list[dict] | None, dict[str, tuple[int, int]]]:
     """The session's row - id, steps, ended_at, and monitor_state when there is no ``tail`` -
-    not locked, and the events stored after this process's monitor (``tail`` as for
-    ``lock_and_read``), in one round trip.  The row is None for a session not stored yet."""
+    not locked, the events stored after this process's monitor (``tail`` as for
+    ``lock_and_read``), and which of the event ``ids`` are stored (event id -> (session id,
+    step), looked up after the row was read), in one round trip.  The row is None for a session not stored
+    yet."""
     state_column = ", monitor_state" if tail is None else ""
     statements: list[tuple[str, Sequence]] = [(
         f"SELECT id, steps, ended_at{state_column} FROM {quoted_table(TraceSession)} "
         "WHERE workspace_id = %s AND external_id = %s", [workspace_pk, external_id])]
     if tail is not None:
         statements.append((events_sql(limit=True), list(tail)))
+    if ids:
+        statements.append((_known_sql(len(ids)), [workspace_pk, source, *ids]))
     results = run_together(statements)
+    known = {e: (s, step) for e, s, step in results[-1]} if ids else {}
     row = results[0][0] if results[0] else None
     if row is None or tail is None:
-        return row, None
-    return row, monitor_events(tail[0], results[1])
+        return row, None, known
+    return row, monitor_events(tail[0], results[1]), known
 
 
 def state_value(raw: Any) -> Any:

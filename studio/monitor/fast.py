@@ -422,8 +422,13 @@ class FastSessionMonitor(SessionMonitor):
         super()._sync()
 
     def forget_history(self) -> None:
+        # Only a shared rule with something to forget is copied first: forgetting nothing
+        # changes nothing (a live monitor forked for a question would else copy every rule
+        # at its next delivery).
         if self._shared:
-            self._own_all()
+            for i, (trac, other) in enumerate(zip(self.trac, self.violation_monitors)):
+                if self._shared >> i & 1 and _has_history(trac, other):
+                    self._own(i)
         super().forget_history()
 
     # ``previous`` (the snapshot prev() reads) is kept as the values read from the last event
@@ -569,3 +574,9 @@ class FastSessionMonitor(SessionMonitor):
                 row.extend([None] * (key + 1 - len(row)))
             row[key] = move
         return nxt
+
+
+def _has_history(trac, other) -> bool:
+    """Whether ``SessionMonitor.forget_history`` would change this rule's monitors."""
+    return bool(trac._w_steps or trac._w_payload or other.violations
+                or getattr(other, "witness", None))

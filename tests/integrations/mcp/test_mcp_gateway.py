@@ -5,10 +5,13 @@ before a balance check ("Check the balance before sending any money.")."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import socket
 import subprocess
 import sys
 import threading
+import urllib.parse
 
 import anyio
 import httpx2
@@ -17,7 +20,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from studio.guard.models import GuardDecision
-from studio.traces.models import TraceSession
+from studio.traces.models import Event, TraceSession
 from tests.integrations.conftest import PASSWORD
 from tests.integrations.mcp.conftest import (
     REPO, SENTENCE, Person, free_port, gateway_argv, running, stored,
@@ -249,3 +252,107 @@ def test_ask_human_denied_on_the_live_page_is_a_stop_that_names_the_person(
     assert "A person (owner) denied this call on the Live page: not to bob" in text_of(denied)
     assert later.is_error and "stopped session denied-1 earlier" in text_of(later)
     assert calls() == []
+
+
+class Switch:
+    """A TCP relay to the studio that can be switched off: while off, every connection is
+    closed as it is accepted (the studio cannot be reached)."""
+
+    def __init__(self, target_url: str):
+        parsed = urllib.parse.urlsplit(target_url)
+        self.target = (parsed.hostname, parsed.port)
+        self.on = True
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        # "localhost", as the live server is named (its ALLOWED_HOSTS).
+        self.url = f"http://localhost:{self.listener.getsockname()[1]}"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            if not self.on:
+                client.close()
+                continue
+            upstream = socket.create_connection(self.target)
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(source, sink):
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (source, sink):
+                with contextlib.suppress(OSError):
+                    s.shutdown(socket.SHUT_RDWR)
+
+    def close(self):
+        self.listener.close()
+
+
+def events_of(session: str) -> list[tuple[str, int]]:
+    """The session's stored events: (what, step), in step order (read in a thread of its own:
+    the scenario runs in an event loop)."""
+    from django.db import connection
+
+    try:
+        return [(e.output["tool"] if e.output else e.data["tool_result"] + " result", e.step)
+                for e in Event.objects.filter(session__external_id=session).order_by("step")]
+    finally:
+        connection.close()
+
+
+def test_events_are_not_lost_when_the_studio_is_briefly_unreachable(live_server, token,
+                                                                    set_policy, calls):
+    switch = Switch(live_server.url)
+
+    async def scenario():
+        async with over_stdio(switch.url, token, calls, [f"bank={upstream_command(calls)}"],
+                              "--session", "down-1", "--fail-open", "--studio-timeout",
+                              "2") as client:
+            balance = await client.call_tool("get_balance", {"account": "me"})
+            switch.on = False
+            echoed = await client.call_tool("echo", {"text": "while away"})   # unguarded
+            switch.on = True
+            # The balance check is not stored yet: it rides on this question, which is
+            # decided as if it were - the payment is allowed.
+            paid = await client.call_tool("send_money", PAY)
+            return balance, echoed, paid
+
+    try:
+        balance, echoed, paid = anyio.run(scenario)
+    finally:
+        switch.close()
+    assert not balance.is_error and not echoed.is_error
+    assert not paid.is_error, text_of(paid)
+    assert calls() == ["get_balance", "echo", "send_money"]
+    stored("down-1", 6)
+    assert [what for what, _ in events_of("down-1")] == [
+        "get_balance", "get_balance result", "echo", "echo result", "send_money",
+        "send_money result"]
+    assert [step for _, step in events_of("down-1")] == list(range(6))
+
+
+def test_an_idle_session_has_its_events_stored_without_another_call(live_server, token,
+                                                                    set_policy, calls):
+    async def scenario():
+        async with over_stdio(live_server.url, token, calls,
+                              [f"bank={upstream_command(calls)}"], "--session", "idle-1") as client:
+            await client.call_tool("get_balance", {"account": "me"})
+            # No further call: the gateway posts the session's events once it is idle (1 s).
+            deadline = anyio.current_time() + 10
+            while anyio.current_time() < deadline:
+                found = await anyio.to_thread.run_sync(events_of, "idle-1")
+                if len(found) == 2:
+                    return found
+                await anyio.sleep(0.1)
+            return found
+
+    found = anyio.run(scenario)
+    assert [what for what, _ in found] == ["get_balance", "get_balance result"]

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import anyio
 import mcp_types as types
 import pytest
 
 from studio.client import StudioClient
 from studio.integrations.mcp_gateway import (
-    SESSION_META_KEY, Gateway, GatewayError, parse_upstream, refusal_text, result_event,
+    SESSION_META_KEY, Gateway, GatewayError, _Session, parse_upstream, refusal_text, result_event,
     rule_sentences, tool_table, upstreams_of)
 
 
@@ -123,3 +124,77 @@ def test_a_results_event_keeps_structured_content_json_text_or_blocks():
         {"type": "image", "data": "AAAA", "mimeType": "image/png"}]
     failed = result_event("t", "up", "c1", None, "MCP error -32602: bad")
     assert (failed["input"], failed["data"]["is_error"]) == ("MCP error -32602: bad", True)
+
+
+class RecordingStudio:
+    """A studio client that answers every question ``allow``, noting the ``taken`` events it
+    was sent; it confirms them stored only from the ``confirm_from``-th question on (the
+    answers before stand for a studio whose store after answering failed)."""
+
+    def __init__(self, confirm_from: int = 0):
+        self.questions: list[list[str]] = []
+        self.posted: list[list[str]] = []
+        self.confirm_from = confirm_from
+
+    def guard(self, session, event, *, decision_id, attempt, taken):
+        ids = [e["event_id"] for e in taken]
+        self.questions.append(ids)
+        stored = ids if len(self.questions) > self.confirm_from else []
+        return {"decision": "allow", "status": "decided", "stored": stored}
+
+    def send_events(self, session, events):
+        self.posted.append([e["event_id"] for e in events])
+        return {"rejected": 0}
+
+
+class Upstream:
+    async def call_tool(self, name, arguments):
+        return types.CallToolResult(content=[types.TextContent(text="ok")])
+
+
+def test_pending_events_ride_on_the_next_question_until_the_studio_confirms_them():
+    studio = RecordingStudio(confirm_from=2)
+    gw = Gateway(studio, [], session="s")
+    gw.connections["up"] = Upstream()
+
+    async def calls():
+        state = gw.sessions.setdefault("s", _Session())
+        for _ in range(4):
+            await gw._guarded_call("s", state, "x", "up", {})
+        return state
+
+    state = anyio.run(calls)
+    first, second, third, fourth = studio.questions
+    assert first == []
+    assert len(second) == 2 and second[1] == f"{second[0]}-result"
+    # Not confirmed (the store after the second answer failed): carried again, in order.
+    assert third[:2] == second and len(third) == 4
+    # Confirmed by the third answer: only the third call's events ride on the fourth.
+    assert len(fourth) == 2 and not set(fourth) & set(third)
+    # The fourth call's own events wait for the next question (or the idle flush).
+    assert len(state.pending) == 2 and state.pending[0]["event_id"] not in fourth
+    assert studio.posted == []
+
+
+def test_an_idle_session_and_a_stopping_gateway_post_their_events():
+    studio = RecordingStudio()
+    gw = Gateway(studio, [], session="s", idle_flush=0.2)
+    gw.connections["up"] = Upstream()
+
+    async def scenario():
+        async with anyio.create_task_group() as tasks:
+            gw._tasks = tasks
+            idle = anyio.CancelScope()
+            tasks.start_soon(gw._flush_idle_sessions, idle)
+            state = gw.sessions.setdefault("s", _Session())
+            await gw._guarded_call("s", state, "x", "up", {})
+            await anyio.sleep(0.6)
+            idle_posted = list(studio.posted)
+            await gw._guarded_call("s", state, "x", "up", {})
+            idle.cancel()
+        await gw.store_pending()
+        return idle_posted, state
+
+    idle_posted, state = anyio.run(scenario)
+    assert len(idle_posted) == 1 and len(idle_posted[0]) == 2
+    assert len(studio.posted) == 2 and state.pending == []
