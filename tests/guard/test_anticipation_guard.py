@@ -7,9 +7,7 @@ import json
 
 import pytest
 
-from studio.guard import services as guard_services
 from studio.live import anticipation as live_anticipation
-from studio.live.ingest import clear_caches
 from studio.monitor.anticipation import permanently_violated
 from studio.monitor.session import RuleSet, SessionMonitor
 from studio.workspaces import services as workspace_services
@@ -22,15 +20,6 @@ LOOK = {"output": {"tool": "look", "args": {}}}
 # A refund is owed, and none may follow a payment: after a payment the rule is lost for good,
 # but progression leaves `F refund & G !refund`, which it never reduces to false.
 REFUND_RULE = "F tool_call:refund & G(tool_call:pay -> G !tool_call:refund)"
-
-
-@pytest.fixture(autouse=True)
-def _fresh_caches():
-    clear_caches()
-    guard_services.forget_policies()
-    yield
-    clear_caches()
-    guard_services.forget_policies()
 
 
 def test_permanently_violated_without_django():

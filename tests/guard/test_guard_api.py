@@ -9,7 +9,6 @@ import pytest
 from django.test import Client
 
 from studio.guard import services as guard_services
-from studio.live.ingest import clear_caches
 from studio.rules.models import RuleSet
 from studio.traces.models import TraceSession
 from studio.workspaces import services as workspace_services
@@ -22,15 +21,6 @@ PAY = {"output": {"tool": "pay", "args": {"amount": 10}}}
 SHIP = {"output": {"tool": "ship", "args": {}}}
 DELETE = {"output": {"tool": "delete", "args": {}}}
 LOOK = {"output": {"tool": "look", "args": {}}}
-
-
-@pytest.fixture(autouse=True)
-def _fresh_caches():
-    clear_caches()
-    guard_services.forget_policies()
-    yield
-    clear_caches()
-    guard_services.forget_policies()
 
 
 @pytest.fixture

@@ -34,15 +34,6 @@ COMPARED = ("decision", "reason", "risk", "risk_any", "rules_at_risk", "steps",
             "not_yet_known", "predictor")
 
 
-@pytest.fixture(autouse=True)
-def _fresh_caches():
-    clear_caches()
-    guard_services.forget_policies()
-    yield
-    clear_caches()
-    guard_services.forget_policies()
-
-
 @pytest.fixture
 def ruleset(workspace, owner):
     # Two more rules that read the order of steps closely (next step, past step).

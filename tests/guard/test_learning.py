@@ -25,7 +25,6 @@ from studio.guard import learning
 from studio.guard.models import LearnedRiskModel, ModelStatus
 from studio.labeling import Labeling
 from studio.live.context import context_for
-from studio.live.ingest import clear_caches
 from studio.monitor import RuleSet as CompiledRules
 from studio.risk.abstraction import Abstraction
 from studio.risk.predictor import ANY_RULE, RiskModel
@@ -37,15 +36,6 @@ from tests.audits.helpers import add_labeler, add_rule, add_sessions, make_team
 
 RULES = [("approval", "G(pay -> O approved)"), ("reply", "G(ask -> F answer)")]
 ATOMS = ["pay", "approved", "ask", "answer", "other"]
-
-
-@pytest.fixture(autouse=True)
-def _fresh_caches():
-    clear_caches()
-    learning.clear_caches()
-    yield
-    clear_caches()
-    learning.clear_caches()
 
 
 def sessions(count: int, seed: int = 0, atoms=ATOMS) -> dict[str, list[dict]]:

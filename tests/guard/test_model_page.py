@@ -12,7 +12,6 @@ from django.urls import reverse
 
 from studio.guard import drawing, learning
 from studio.guard.models import LearnedRiskModel, ModelStatus
-from studio.live.ingest import clear_caches
 from studio.monitor import RuleSet as CompiledRules
 from studio.risk.abstraction import Abstraction
 from studio.risk.predictor import RiskModel
@@ -27,15 +26,6 @@ HOSTILE = "<script>alert(1)</script>"
 RULES = [("approval", "G(pay -> O approved)"), ("quiet", f'G !"{HOSTILE}"'),
          ("reply", "G(ask -> F answer)")]
 ATOMS = ["pay", "approved", "ask", "answer", HOSTILE]
-
-
-@pytest.fixture(autouse=True)
-def _fresh_caches():
-    clear_caches()
-    learning.clear_caches()
-    yield
-    clear_caches()
-    learning.clear_caches()
 
 
 def logs(count: int, seed: int = 0) -> dict[str, list[dict]]:

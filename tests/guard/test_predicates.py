@@ -13,7 +13,6 @@ from django.urls import reverse
 
 from studio.guard import learning
 from studio.guard.models import LearnedRiskModel, ModelPredicates, ModelStatus
-from studio.live.ingest import clear_caches
 from studio.rules.models import RuleSet
 from studio.workspaces.models import AuditLogEntry, Role
 from studio.workspaces.services import add_member, create_user
@@ -23,15 +22,6 @@ from tests.risk.test_predicates import KNIFE_RULES, knife_session
 pytestmark = pytest.mark.django_db
 
 TO_CUT = {"kind": "field", "path": "data.to_cut", "op": ">", "value": 0}
-
-
-@pytest.fixture(autouse=True)
-def _fresh_caches():
-    clear_caches()
-    learning.clear_caches()
-    yield
-    clear_caches()
-    learning.clear_caches()
 
 
 @pytest.fixture
