@@ -80,8 +80,7 @@ def current_rules(session: TraceSession, context: Context) -> dict:
 class SessionNow:
     """A live session as it stands, for questions about its next step (nothing locked, nothing
     stored): its row (``pk`` None when no event was posted yet), its monitors - a copy of this
-    process's live ones (``_bases``), else restored from their saved form (``state``; neither:
-    before the first step) - the last event (``previous``, for labelers that compare with it)
+    process's live ones (``_bases``; fresh ones before the first step) - the last event (``previous``, for labelers that compare with it)
     and the violations counted per rule besides those its monitors still list.  ``next_step``:
     every stored event with a step below it is in the monitors, none from it on (what the read
     saw).  ``known``: of the event ids ``session_now`` was asked about, those stored (event id
@@ -90,7 +89,6 @@ class SessionNow:
     external_id: str
     pk: int | None
     steps: int
-    state: dict | None
     previous: dict | None
     counts: dict[str, int]
     next_step: int = 0
@@ -109,10 +107,7 @@ class SessionNow:
         with MONITOR_LOCK:
             base = self._bases.get(id(context.ruleset))
             if base is None:
-                base = (FastSessionMonitor(context.ruleset, witnesses=False)
-                        if self.state is None else
-                        FastSessionMonitor.from_json(context.ruleset, self.state,
-                                                     witnesses=False))
+                base = FastSessionMonitor(context.ruleset, witnesses=False)
                 self._bases[id(context.ruleset)] = base
             return base
 
@@ -142,7 +137,7 @@ def session_now(workspace: Workspace, session_external_id: str, context: Context
     row, after_live, known = storage.read_session(workspace.pk, session_external_id, tail,
                                                   set(ids))
     if row is None:
-        return SessionNow(session_external_id, None, 0, None, None, {}, 0, known)
+        return SessionNow(session_external_id, None, 0, None, {}, 0, known)
     session_pk, steps = row[0], row[1]
     if row[2] is not None:
         raise SessionEnded(session_external_id)
@@ -158,7 +153,7 @@ def session_now(workspace: Workspace, session_external_id: str, context: Context
         # on; the copy stays as it was read.
         base = live.monitor.fork()
     keep_live(workspace.pk, session_external_id, live)  # it fits what was read
-    now = SessionNow(session_external_id, session_pk, steps, None, previous, counts,
+    now = SessionNow(session_external_id, session_pk, steps, previous, counts,
                      live.next_step, known)
     now._bases[id(context.ruleset)] = base
     return now
@@ -190,7 +185,7 @@ def session_after(now: SessionNow, context: Context, cleans: Sequence[Clean]) ->
         previous = event
     # The violations they add stay listed in the fed monitors (and in their forks), so the
     # counts beside them stay ``now``'s (``violation_counts`` adds the listed ones).
-    after = SessionNow(now.external_id, now.pk, now.steps + len(cleans), None, previous,
+    after = SessionNow(now.external_id, now.pk, now.steps + len(cleans), previous,
                        now.counts, now.next_step + len(cleans), now.known)
     after._bases[id(context.ruleset)] = monitor
     return after
