@@ -297,25 +297,29 @@ def test_default_policy_never_worse_than_the_exact_check(threshold, proposed, ot
         assert attempt < resamples
 
 
+def acted(a: Assessment, act: bool, leave_out: set = frozenset()) -> float:
+    """The worst risk a decision may act on (unknown counts as 0), the rules ``leave_out``
+    aside; ``act``: the policy's act_on_unbacked."""
+    worst = 0.0
+    for rule in RULES:
+        if rule in leave_out:
+            continue
+        if a.violates_now[rule]:
+            return 1.0
+        if a.sampled is not None:
+            worst = max(worst, a.sampled[rule])
+        if a.learned is not None and a.learned[rule] is not None and (
+                act or a.learned_backed):
+            worst = max(worst, a.learned[rule])
+    return worst
+
+
 @given(proposed=assessments(), others=st.lists(assessments(), max_size=4),
        threshold=st.floats(0.01, 1), act=st.booleans())
 def test_the_fallback_picks_an_accepted_candidate_of_least_risk(proposed, others, threshold, act):
     policy = Policy(threshold=threshold, max_resamples=0, act_on_unbacked=act)
     decision = decide(policy, proposed, others)
     pool = [proposed, *others]
-
-    def acted(a: Assessment) -> float:
-        """The worst risk a decision may act on (unknown counts as 0)."""
-        worst = 0.0
-        for rule in RULES:
-            if a.violates_now[rule]:
-                return 1.0
-            if a.sampled is not None:
-                worst = max(worst, a.sampled[rule])
-            if a.learned is not None and a.learned[rule] is not None and (
-                    act or a.learned_backed):
-                worst = max(worst, a.learned[rule])
-        return worst
 
     if not decision.at_risk:
         assert decision.decision == ALLOW
@@ -327,7 +331,7 @@ def test_the_fallback_picks_an_accepted_candidate_of_least_risk(proposed, others
     chosen = proposed if decision.decision == ALLOW else others[decision.candidate]
     assert decision.decision in (ALLOW, BEST_OF_N)
     assert not any(chosen.violates_now.values())
-    assert acted(chosen) == min(acted(a) for a in accepted)
+    assert acted(chosen, act) == min(acted(a, act) for a in accepted)
 
 
 # When stopping keeps nothing: every candidate breaks a rule that ending the session breaks too.
@@ -369,20 +373,6 @@ def test_the_fallback_excuses_only_rules_stopping_would_break(proposed, others, 
     def broken(a: Assessment) -> set:
         return {rule for rule in RULES if a.violates_now[rule]}
 
-    def acted(a: Assessment, leave_out: set) -> float:
-        worst = 0.0
-        for rule in RULES:
-            if rule in leave_out:
-                continue
-            if a.violates_now[rule]:
-                return 1.0
-            if a.sampled is not None:
-                worst = max(worst, a.sampled[rule])
-            if a.learned is not None and a.learned[rule] is not None and (
-                    act or a.learned_backed):
-                worst = max(worst, a.learned[rule])
-        return worst
-
     if not decision.at_risk:
         assert decision.decision == ALLOW and not broken(proposed)
         return
@@ -398,4 +388,4 @@ def test_the_fallback_excuses_only_rules_stopping_would_break(proposed, others, 
     assert decision.decision in (ALLOW, BEST_OF_N)
     chosen = proposed if decision.decision == ALLOW else others[decision.candidate]
     assert broken(chosen) <= excused
-    assert acted(chosen, excused) == min(acted(a, excused) for a in going)
+    assert acted(chosen, act, excused) == min(acted(a, act, excused) for a in going)
