@@ -27,8 +27,6 @@ from ninja import Field, Router, Schema
 from studio.boundary import Id
 from studio.errors import ServiceError
 from studio.live import intake
-from studio.live.events import SOURCE_LIVE
-from studio.live.ingest import ingest
 from studio.live.api import PROBLEM_RESPONSES, answer, problem
 from studio.rules.models import RuleSet
 from studio.workspaces.acting import actor_of, workspace_for
@@ -127,13 +125,10 @@ def ask_guard(request: HttpRequest, slug: str, session_id: str):
         intake.check_rate(workspace, actor)
         document = intake.parse_json(intake.decoded_body(request, raw))
         decided = services.guard(workspace, session_id, document, actor)
-        stored = set(decided.get("stored") or ())
-        left = [event for event in document.get("taken") or ()
-                if event["event_id"] not in stored]
-        store = (lambda: ingest(workspace, session_id, left, SOURCE_LIVE, actor)) if left \
-            else None
-        return AnswerThen(decided, store=store,
-                          refresh=lambda: services.refresh_ahead(workspace))
+        return AnswerThen(
+            decided,
+            store=lambda: services.store_taken(workspace, session_id, document, decided, actor),
+            refresh=lambda: services.refresh_ahead(workspace))
 
     return answer(run)
 

@@ -34,8 +34,9 @@ from django.utils import timezone
 from studio.errors import PermissionDenied, ServiceError
 from studio.live.context import MONITOR_LOCK, Context, context_for
 from studio.live.context import refresh_ahead as context_refresh_ahead
-from studio.live.events import Clean, ItemError, checked_session_id, clean_event
+from studio.live.events import SOURCE_LIVE, Clean, ItemError, checked_session_id, clean_event
 from studio.live import storage
+from studio.live.ingest import ingest
 from studio.live.reading import SessionNow, label_event, seen_by, session_after, session_now
 from studio.monitor.anticipation import NOT_YET_KNOWN_WORDS, doomed_now
 from studio.monitor.explain import residual_reading
@@ -471,6 +472,17 @@ def guard(workspace: Workspace, session_external_id: str, document: Any, actor=N
     answer = _answer_of(row)
     answer["stored"] = stored
     return answer
+
+
+def store_taken(workspace: Workspace, session_external_id: str, document: dict, answer: dict,
+                actor=None) -> None:
+    """Store the taken events of an answered guard request (``document``, as ``guard`` read it)
+    that ``answer`` did not find stored, through the events route's own service (idempotent by
+    event id: one stored meanwhile is stored once).  Called once the answer has been sent."""
+    stored = set(answer.get("stored") or ())
+    left = [event for event in document.get("taken") or () if event["event_id"] not in stored]
+    if left:
+        ingest(workspace, session_external_id, left, SOURCE_LIVE, actor)
 
 
 def _insert_decided(row: GuardDecision) -> None:

@@ -12,7 +12,6 @@ import pytest
 from asgiref.sync import async_to_sync
 from django.test import AsyncClient
 
-from studio.guard import api as guard_api
 from studio.guard import services as guard_services
 from studio.live import storage
 from studio.live.ingest import clear_caches, ingest
@@ -185,7 +184,7 @@ def test_a_store_that_fails_after_the_answer_loses_nothing(agent, workspace, rul
     def broken(*args, **kwargs):
         raise RuntimeError("the database went away")
 
-    monkeypatch.setattr(guard_api, "ingest", broken)
+    monkeypatch.setattr(guard_services, "ingest", broken)
     answer = ask(agent, "f1", {"event": SHIP, "taken": taken})
     assert answer.status_code == 200 and answer.json()["stored"] == []
     assert not Event.objects.filter(session__external_id="f1").exists()
