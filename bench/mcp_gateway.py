@@ -10,7 +10,8 @@ What it does, in order:
 
 1. (Re)creates the Postgres database ``studio_bench_mcp_gateway``, migrates it, creates a
    workspace with the 20 rules of ``TOOL_RULES`` (over tool calls and their arguments), approved
-   and in a live rule set, and a token;
+   and in a live rule set, 40 earlier sessions of 50 events, and a token, and analyses the
+   tables (as autovacuum does in a deployment that has run a while);
 2. starts the studio as ``bench.webhook`` does (gunicorn, production settings, ``--workers``
    sync workers);
 3. starts two MCP connections with the official SDK's client, each over stdio: one to the test
@@ -76,7 +77,11 @@ TOOL_RULES = [
                               "F tool_call:approve)"),
 ]
 
-SETUP = '''
+HISTORY_SESSIONS, HISTORY_EVENTS = 40, 50   # the workspace's earlier sessions, events each
+
+SETUP = f'''
+HISTORY_SESSIONS, HISTORY_EVENTS = {HISTORY_SESSIONS}, {HISTORY_EVENTS}
+''' + '''
 import json, sys
 from studio.rules.models import Rule, RuleSet, RuleVersion, VersionStatus
 from studio.workspaces import services
@@ -89,6 +94,21 @@ for name, formula in rules:
     RuleVersion.objects.create(rule=rule, number=1, formula=formula, author=owner,
                                status=VersionStatus.APPROVED)
     live.rules.add(rule)
+# A workspace in use: earlier sessions' events, and the planner's statistics of them, as
+# autovacuum keeps them in a running deployment (a table never analysed is read as empty, and
+# the event-id lookups then scan every event of the workspace).
+from django.db import connection
+from studio.live.ingest import ingest
+for k in range(HISTORY_SESSIONS):
+    events = []
+    for i in range(HISTORY_EVENTS // 2):
+        call = {"event_id": f"h{k}-{i}", "output": {"tool": "get_balance",
+                                                    "args": {"account": f"acct-{i}"}}}
+        events += [call, {"event_id": f"h{k}-{i}-result", "input": {"balance": 1},
+                          "data": {"tool_result": "get_balance"}}]
+    ingest(ws, f"earlier-{k}", events, "live", None)
+with connection.cursor() as cursor:
+    cursor.execute("ANALYZE")
 _, token = services.create_token(ws, "gateway", ["auditor"], by=owner)
 print(json.dumps({"token": token}))
 '''

@@ -10,19 +10,23 @@ id).  Any other refusal raises ``StudioError`` with the problem's status, detail
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import email.utils
 import hashlib
 import hmac
+import http.client
+import io
 import json
 import math
+import ssl
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
 from typing import Any
 
 from .errors import StudioError
@@ -101,7 +105,8 @@ class StudioClient:
 
     def guard(self, session: str, event: dict, continuation: Sequence[dict] | None = None,
               candidates: Sequence[dict] | None = None, decision_id: str | None = None,
-              attempt: int = 0, taken: Sequence[dict] | None = None) -> dict:
+              attempt: int = 0, taken: Sequence[dict] | None = None,
+              store_taken: bool = True) -> dict:
         """Ask the guard about a proposed next event; stores nothing (post the event actually
         taken with ``send_events``).  ``candidates`` are other sampled next events, each
         ``{"event": ..., "continuation": [...]}``.  Without a ``decision_id`` one is made up, so
@@ -110,17 +115,25 @@ class StudioClient:
         ``taken``: events the agent took before this one that may not be stored yet (at most
         64, each with its ``event_id``): the guard decides as if they were, and the studio
         stores them after answering.  The answer's ``stored`` lists those it had stored
-        already; keep the others until a later answer (or ``send_events``) confirms them."""
-        body: dict[str, Any] = {"event": event,
-                                "decision_id": decision_id or uuid.uuid4().hex,
-                                "attempt": attempt}
-        if continuation is not None:
-            body["continuation"] = list(continuation)
-        if candidates is not None:
-            body["candidates"] = list(candidates)
-        if taken:
-            body["taken"] = list(taken)
-        return self._post(self._session_path(session, "guard"), body)
+        already; keep the others until a later answer (or ``send_events``) confirms them.
+        ``store_taken=False``: the studio decides on them but leaves them to be stored later (a
+        later question that stores, or ``send_events``), so that an agent stores in batches."""
+        return self._post(self._session_path(session, "guard"),
+                          _guard_body(event, continuation, candidates, decision_id, attempt,
+                                      taken, store_taken))
+
+    async def guard_async(self, session: str, event: dict,
+                          continuation: Sequence[dict] | None = None,
+                          candidates: Sequence[dict] | None = None,
+                          decision_id: str | None = None, attempt: int = 0,
+                          taken: Sequence[dict] | None = None,
+                          store_taken: bool = True) -> dict:
+        """``guard`` for an asyncio program: the request is made on the event loop (no thread
+        waits for it), with the same retries and errors."""
+        return await self._request_async(
+            "POST", self._session_path(session, "guard"),
+            _guard_body(event, continuation, candidates, decision_id, attempt, taken,
+                        store_taken))
 
     def decision(self, session: str, decision_id: str, wait: float = 0) -> dict:
         """A guard decision as it stands, waiting up to ``wait`` seconds (at most 30) while a
@@ -172,24 +185,60 @@ class StudioClient:
 
     def _request(self, method: str, path: str, body: dict | None = None, *,
                  query: dict | None = None, timeout: float | None = None) -> dict:
+        url, raw, msg_id = self._prepared(path, body, query)
+        plan = self._attempts()
+        step = next(plan)
+        try:
+            while True:
+                if step is None:
+                    step = plan.send(self._send(method, url, raw, msg_id, timeout))
+                else:
+                    self.sleep(step)
+                    step = next(plan)
+        except StopIteration as done:
+            return done.value
+
+    async def _request_async(self, method: str, path: str, body: dict | None = None, *,
+                             query: dict | None = None, timeout: float | None = None) -> dict:
+        url, raw, msg_id = self._prepared(path, body, query)
+        plan = self._attempts()
+        step = next(plan)
+        try:
+            while True:
+                if step is None:
+                    step = plan.send(await self._send_async(method, url, raw, msg_id, timeout))
+                else:
+                    await asyncio.sleep(step)
+                    step = next(plan)
+        except StopIteration as done:
+            return done.value
+
+    def _prepared(self, path: str, body: dict | None, query: dict | None
+                  ) -> tuple[str, bytes, str]:
         raw = b"" if body is None else json.dumps(body, separators=(",", ":")).encode()
         url = self.base_url + path
         if query:
             url += "?" + urllib.parse.urlencode(query)
         msg_id = f"msg_{uuid.uuid4().hex}"  # kept by the retries: a redelivery, not another
+        return url, raw, msg_id
+
+    def _attempts(self) -> Generator[float | None, tuple[int, Any, Any], dict]:
+        """The retries, without the I/O: yields None for "send the request now" and is sent
+        its (status, headers, answer), or yields the seconds to wait before sending it again;
+        returns the answer, or raises StudioError."""
         for attempt in range(self.retries + 1):
-            status, headers, answer = self._send(method, url, raw, msg_id, timeout)
+            status, headers, answer = yield None
             if 200 <= status < 300:
                 return answer if isinstance(answer, (dict, list)) else {}
             wait = retry_after_seconds(headers.get("Retry-After"))
             if (status in RETRY_STATUSES and attempt < self.retries
                     and (wait is None or wait <= self.max_retry_wait)):
-                self.sleep(1.0 if wait is None else wait)
+                yield 1.0 if wait is None else wait
                 continue
             raise _error(status, answer, wait)
         raise AssertionError("unreachable")  # the loop returns or raises
 
-    def _send(self, method: str, url: str, raw: bytes, msg_id: str, timeout: float | None):
+    def _headers(self, method: str, raw: bytes, msg_id: str) -> dict[str, str]:
         headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
         if method != "GET":
             headers["Content-Type"] = "application/json"
@@ -200,8 +249,12 @@ class StudioClient:
             headers["webhook-id"] = msg_id
             headers["webhook-timestamp"] = stamp
             headers["webhook-signature"] = sign(self.webhook_secret, msg_id, stamp, raw)
+        return headers
+
+    def _send(self, method: str, url: str, raw: bytes, msg_id: str, timeout: float | None):
         request = urllib.request.Request(url, data=raw if method != "GET" else None,
-                                         headers=headers, method=method)
+                                         headers=self._headers(method, raw, msg_id),
+                                         method=method)
         try:
             with urllib.request.urlopen(request, timeout=timeout or self.timeout) as response:
                 return response.status, response.headers, _json(response.read())
@@ -213,6 +266,89 @@ class StudioClient:
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             raise StudioError(None, f"{method} {url} got no answer: {reason}") from exc
+
+    async def _send_async(self, method: str, url: str, raw: bytes, msg_id: str,
+                          timeout: float | None):
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme not in ("http", "https") or _proxied(parts):
+            # What urllib does for a proxy is urllib's: it makes the request, in a thread.
+            return await asyncio.to_thread(self._send, method, url, raw, msg_id, timeout)
+        try:
+            return await asyncio.wait_for(
+                _exchange(parts, method, raw, self._headers(method, raw, msg_id)),
+                timeout or self.timeout)
+        except (OSError, EOFError, ValueError, asyncio.LimitOverrunError) as exc:
+            # (TimeoutError is an OSError, a connection closed mid-answer an EOFError.)
+            reason = str(exc) or type(exc).__name__
+            raise StudioError(None, f"{method} {url} got no answer: {reason}") from exc
+
+
+def _guard_body(event: dict, continuation: Sequence[dict] | None,
+                candidates: Sequence[dict] | None, decision_id: str | None, attempt: int,
+                taken: Sequence[dict] | None, store_taken: bool = True) -> dict:
+    body: dict[str, Any] = {"event": event, "decision_id": decision_id or uuid.uuid4().hex,
+                            "attempt": attempt}
+    if continuation is not None:
+        body["continuation"] = list(continuation)
+    if candidates is not None:
+        body["candidates"] = list(candidates)
+    if taken:
+        body["taken"] = list(taken)
+        if not store_taken:
+            body["store_taken"] = False
+    return body
+
+
+def _proxied(parts: urllib.parse.SplitResult) -> bool:
+    proxies = urllib.request.getproxies()
+    return parts.scheme in proxies and not urllib.request.proxy_bypass(parts.hostname or "")
+
+
+async def _exchange(parts: urllib.parse.SplitResult, method: str, raw: bytes,
+                    headers: dict[str, str]) -> tuple[int, http.client.HTTPMessage, Any]:
+    """One HTTP/1.1 request on a connection of its own (``Connection: close``, as urllib
+    makes it): (status, headers, the body read as JSON)."""
+    secure = parts.scheme == "https"
+    reader, writer = await asyncio.open_connection(
+        parts.hostname, parts.port or (443 if secure else 80),
+        ssl=ssl.create_default_context() if secure else None)
+    try:
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        lines = [f"{method} {target} HTTP/1.1", f"Host: {parts.netloc.rpartition('@')[2]}",
+                 "Connection: close", *(f"{name}: {value}" for name, value in headers.items())]
+        if method != "GET":
+            lines.append(f"Content-Length: {len(raw)}")
+        writer.write("\r\n".join(lines).encode("latin-1") + b"\r\n\r\n"
+                     + (raw if method != "GET" else b""))
+        await writer.drain()
+        head = await reader.readuntil(b"\r\n\r\n")
+        status_line, _, header_block = head.partition(b"\r\n")
+        fields = status_line.split(None, 2)
+        if len(fields) < 2 or not fields[0].startswith(b"HTTP/") or not fields[1].isdigit():
+            raise ValueError(f"not an HTTP answer: {status_line[:80]!r}")
+        message = http.client.parse_headers(io.BytesIO(header_block))
+        if "chunked" in message.get("Transfer-Encoding", "").lower():
+            body = await _read_chunked(reader)
+        elif message.get("Content-Length", "").strip().isdigit():
+            body = await reader.readexactly(int(message["Content-Length"]))
+        else:
+            body = await reader.read()
+        return int(fields[1]), message, _json(body)
+    finally:
+        writer.close()
+
+
+async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
+    parts = []
+    while True:
+        size_line = await reader.readuntil(b"\r\n")
+        size = int(size_line.split(b";", 1)[0].strip(), 16)
+        if size == 0:
+            while await reader.readuntil(b"\r\n") != b"\r\n":   # trailers, then a blank line
+                pass
+            return b"".join(parts)
+        parts.append(await reader.readexactly(size))
+        await reader.readexactly(2)
 
 
 def _json(data: bytes) -> Any:

@@ -124,30 +124,33 @@ def ask_guard(request: HttpRequest, slug: str, session_id: str):
         workspace, actor, _ = intake.authenticate(request, raw, slug)
         intake.check_rate(workspace, actor)
         document = intake.parse_json(intake.decoded_body(request, raw))
-        decided = services.guard(workspace, session_id, document, actor)
-        return AnswerThen(
-            decided,
-            store=lambda: services.store_taken(workspace, session_id, document, decided, actor),
-            refresh=lambda: services.refresh_ahead(workspace))
+        decided = services.decide(workspace, session_id, document, actor)
+        return AnswerThen(decided.answer, after=[
+            (lambda: services.store_decided(decided),
+             "a guard decision could not be stored after it was sent (its answer stands)"),
+            (lambda: services.store_taken(workspace, session_id, document, decided.answer,
+                                          actor),
+             "the taken events of a guard answer could not be stored after it was sent (the "
+             "agent sends them again)"),
+            (lambda: services.refresh_ahead(workspace),
+             "the live context could not be read again after an answer")])
 
     return answer(run)
 
 
 class AnswerThen(JsonResponse):
-    """A guard answer, then - once it has been sent - its ``taken`` events stored and the
+    """A guard answer, then - once it has been sent - the work ``after`` it, each ``(work,
+    what failing it means)``: the settled decision stored, its ``taken`` events stored, the
     workspace's live context and policy read again if they are about to expire.  The server
     calls ``close()`` after the body (WSGI; Django's ASGI handler too, in the request's
-    thread), so this work is off the agent's wait and needs no second request.  A store that
-    fails is logged, never raised: the agent still holds the events (nothing was confirmed to
-    it) and sends them again - in its next question's ``taken`` or to the events route."""
+    thread), so this work is off the agent's wait and needs no second request.  Work that
+    fails is logged, never raised, and the rest still runs: the agent still holds the events
+    (nothing was confirmed to it) and sends them again - in its next question's ``taken`` or to
+    the events route."""
 
-    def __init__(self, data, *, store=None, refresh=None, **kwargs):
+    def __init__(self, data, *, after=(), **kwargs):
         super().__init__(data, **kwargs)
-        self._after = [(work, what) for work, what in (
-            (store, "the taken events of a guard answer could not be stored after it was sent "
-                    "(the agent sends them again)"),
-            (refresh, "the live context could not be read again after an answer"))
-            if work is not None]
+        self._after = list(after)
 
     def close(self):
         after, self._after = self._after, []

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import threading
 import time
 import uuid
@@ -36,6 +37,7 @@ from studio.live.context import MONITOR_LOCK, Context, context_for
 from studio.live.context import refresh_ahead as context_refresh_ahead
 from studio.live.events import SOURCE_LIVE, Clean, ItemError, checked_session_id, clean_event
 from studio.live import storage
+from studio.live.errors import SessionEnded
 from studio.live.ingest import ingest
 from studio.live.reading import SessionNow, label_event, seen_by, session_after, session_now
 from studio.monitor.anticipation import NOT_YET_KNOWN_WORDS, doomed_now
@@ -55,6 +57,8 @@ from . import waits
 from .learning import current_model, live_policy
 from .models import DecisionStatus, GuardDecision, GuardPolicy
 
+log = logging.getLogger(__name__)
+
 MAX_CANDIDATES = 32
 DECISION_ID_MAX = 100
 MAX_ATTEMPT = 1_000
@@ -63,7 +67,8 @@ PENDING_PAGE = 50
 PENDING_PAGE_MAX = 500
 PENDING_OFFSET_MAX = 1_000_000
 MAX_TAKEN = 64
-REQUEST_FIELDS = ("event", "continuation", "candidates", "decision_id", "attempt", "taken")
+REQUEST_FIELDS = ("event", "continuation", "candidates", "decision_id", "attempt", "taken",
+                  "store_taken")
 # The question a decision id names: ``taken`` is not part of it (asked again once those events
 # were stored, it is the same question).
 FINGERPRINT_FIELDS = ("event", "continuation", "candidates", "attempt")
@@ -156,6 +161,7 @@ class GuardRequest:
     attempt: int
     fingerprint: str
     taken: list[dict] = field(default_factory=list)
+    store_taken: bool = True
 
 
 def _events_list(value: Any, field: str) -> list:
@@ -214,11 +220,14 @@ def parse_request(document: Any) -> GuardRequest:
             0 <= attempt <= MAX_ATTEMPT):
         raise ServiceError(f"attempt must be a whole number from 0 to {MAX_ATTEMPT}",
                            field="attempt", status=422)
+    store_taken = document.get("store_taken", True)
+    if not isinstance(store_taken, bool):
+        raise ServiceError("store_taken must be true or false", field="store_taken", status=422)
     fingerprint = hashlib.sha256(json.dumps(
         {k: document.get(k) for k in FINGERPRINT_FIELDS},
         sort_keys=True, ensure_ascii=True).encode()).hexdigest()
     return GuardRequest(document["event"], continuation, candidates, decision_id, attempt,
-                        fingerprint, _taken(document.get("taken")))
+                        fingerprint, _taken(document.get("taken")), store_taken)
 
 
 def _taken(value: Any) -> list[dict]:
@@ -390,23 +399,72 @@ def _answer_of(row: GuardDecision) -> dict:
     return answer
 
 
+@dataclass
+class Decided:
+    """A guard decision: the ``answer``, and - for a settled decision not stored yet -
+    ``record``, the row for ``store_decided`` (the route stores it once the answer is sent)."""
+
+    answer: dict
+    record: GuardDecision | None
+    request: GuardRequest | None = None
+
+
 def guard(workspace: Workspace, session_external_id: str, document: Any, actor=None,
           context: Context | None = None) -> dict:
-    """Decide on the proposed next step of a live session.  Raises ``ServiceError`` for a
-    request that does not fit (the field named), ``SessionEnded`` for an ended session,
-    ``LabelerUnavailable`` when its events cannot be labelled now (the caller answers 503)."""
+    """Decide on the proposed next step of a live session, and store the decision before
+    answering.  Raises ``ServiceError`` for a request that does not fit (the field named),
+    ``SessionEnded`` for an ended session, ``LabelerUnavailable`` when its events cannot be
+    labelled now (the caller answers 503)."""
+    decided = decide(workspace, session_external_id, document, actor, context)
+    if decided.record is not None:
+        try:
+            _insert_decided(decided.record)
+        except IntegrityError:
+            # The id was decided meanwhile: a retry racing the first request.
+            existing = _existing(workspace, decided.record.session, decided.record.decision_id)
+            return _repeat(existing, decided.request)
+    return decided.answer
+
+
+def store_decided(decided: Decided) -> None:
+    """Store the settled decision ``decide`` left to store (the route calls it after sending
+    the answer).  When the same id was stored first (a retry racing the first request), that
+    first one is kept."""
+    if decided.record is None:
+        return
+    try:
+        _insert_decided(decided.record)
+    except IntegrityError:
+        log.info("guard decision %s of session %s was stored by a request racing it; the first "
+                 "is kept", decided.record.decision_id, decided.record.session)
+
+
+def decide(workspace: Workspace, session_external_id: str, document: Any, actor=None,
+           context: Context | None = None) -> Decided:
+    """``guard``'s decision, with a settled one on Postgres left to store (``record``): the
+    agent need not wait for it.  A question for a person is stored before answering (the Live
+    page shows it, the agent polls it), as is every decision on other databases."""
     request = parse_request(document)
     session = checked_session_id(session_external_id)
-    if request.decision_id is not None and _decided(workspace, session, request.decision_id):
-        existing = GuardDecision.objects.filter(workspace=workspace, session=session,
-                                                decision_id=request.decision_id).first()
-        if existing is not None:
-            return _repeat(existing, request)
     context = context or context_for(workspace)
     policy = effective_policy(workspace)
-    # The taken events are checked first, and their ids looked up with the read.
+    # The taken events are checked first, and their ids looked up with the read; so is
+    # whether the decision id was answered already (a repeat gets the first answer).
     taken = [_clean(raw, session, f"taken[{i}]") for i, raw in enumerate(request.taken)]
-    now = session_now(workspace, session, context, [c.event_id for c in taken])
+    also = ([(_decided_sql(), [workspace.pk, session, request.decision_id])]
+            if request.decision_id is not None else [])
+    try:
+        now = session_now(workspace, session, context, [c.event_id for c in taken], also)
+    except SessionEnded:
+        # A question answered before the session ended is still answered as it was.
+        existing = _existing(workspace, session, request.decision_id)
+        if existing is None:
+            raise
+        return Decided(_repeat(existing, request), None, request)
+    if also and now.also[0]:
+        existing = _existing(workspace, session, request.decision_id)
+        if existing is not None:
+            return Decided(_repeat(existing, request), None, request)
     now, stored = _after_taken(context, now, taken)
     model = _model(workspace, context)
     labelled = _labelled(context, now, request, policy)
@@ -446,17 +504,14 @@ def guard(workspace: Workspace, session_external_id: str, document: Any, actor=N
         status=DecisionStatus.PENDING if pending else DecisionStatus.DECIDED,
         expires_at=(timezone.now() + timedelta(seconds=policy.human_timeout_seconds)
                     if pending else None))
+    if not pending and connection.vendor == "postgresql" and not connection.in_atomic_block:
+        # A decision the agent acts on at once is a record, not a promise: stored after the
+        # answer (``store_decided``), in one round trip that does not wait for the disk (a
+        # crash loses at most the last moment's records; the agent's events are durable).
+        answer = _answer_of(row)
+        answer["stored"] = stored
+        return Decided(answer, row, request)
     try:
-        if not pending and connection.vendor == "postgresql" and not connection.in_atomic_block:
-            # A decision the agent has already acted on is a record, not a promise: it need
-            # not wait for the disk (a crash loses at most the last moment's records; the
-            # agent's events, stored by the events route, are durable).  Written in one round
-            # trip - its own transaction, committed without waiting - rather than the ORM's
-            # four (begin, set, insert, commit), on every question.
-            _insert_decided(row)
-            answer = _answer_of(row)
-            answer["stored"] = stored
-            return answer
         with transaction.atomic():
             # A question for a person is durable: someone will answer it.
             row.save()
@@ -465,13 +520,12 @@ def guard(workspace: Workspace, session_external_id: str, document: Any, actor=N
                        decision_id=decision_id, reason=decision.reason,
                        rules=[e["rule"] for e in decision.at_risk])
     except IntegrityError:
-        # The same id was decided meanwhile (a retry racing the first request).
-        existing = GuardDecision.objects.get(workspace=workspace, session=session,
-                                             decision_id=decision_id)
-        return _repeat(existing, request)
+        # The id was decided meanwhile (a retry racing the first request).
+        existing = _existing(workspace, session, decision_id)
+        return Decided(_repeat(existing, request), None, request)
     answer = _answer_of(row)
     answer["stored"] = stored
-    return answer
+    return Decided(answer, None, request)
 
 
 def store_taken(workspace: Workspace, session_external_id: str, document: dict, answer: dict,
@@ -479,6 +533,8 @@ def store_taken(workspace: Workspace, session_external_id: str, document: dict, 
     """Store the taken events of an answered guard request (``document``, as ``guard`` read it)
     that ``answer`` did not find stored, through the events route's own service (idempotent by
     event id: one stored meanwhile is stored once).  Called once the answer has been sent."""
+    if document.get("store_taken") is False:
+        return   # the agent stores them later (a later question, or the events route)
     stored = set(answer.get("stored") or ())
     left = [event for event in document.get("taken") or () if event["event_id"] not in stored]
     if left:
@@ -504,13 +560,17 @@ def _insert_decided(row: GuardDecision) -> None:
         raise
 
 
-def _decided(workspace: Workspace, session: str, decision_id: str) -> bool:
-    """Whether this decision id was answered already: asked on every question, so in SQL of
-    its own (the ORM's query costs more CPU than the lookup); the row is read only for a
-    repeat."""
-    table = storage.quoted_table(GuardDecision)
-    return bool(storage.run(f"SELECT 1 FROM {table} WHERE workspace_id = %s AND session = %s "
-                            "AND decision_id = %s", [workspace.pk, session, decision_id]))
+def _decided_sql() -> str:
+    return (f"SELECT 1 FROM {storage.quoted_table(GuardDecision)} WHERE workspace_id = %s "
+            "AND session = %s AND decision_id = %s")
+
+
+def _existing(workspace: Workspace, session: str, decision_id: str | None
+              ) -> GuardDecision | None:
+    if decision_id is None:
+        return None
+    return GuardDecision.objects.filter(workspace=workspace, session=session,
+                                        decision_id=decision_id).first()
 
 
 def _after_taken(context: Context, now: SessionNow,

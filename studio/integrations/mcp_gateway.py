@@ -68,6 +68,8 @@ from mcp.shared.exceptions import MCPError
 
 from studio.client import StudioClient, StudioError
 
+from .stdio_pipes import claimed_stdio
+
 log = logging.getLogger("studio.mcp_gateway")
 
 SESSION_META_KEY = "studio/session"
@@ -80,6 +82,8 @@ MAX_PENDING_EVENTS = 10_000
 MAX_TAKEN = 64                      # events one guard question carries (the studio's cap)
 IDLE_FLUSH_SECONDS = 1.0            # a session this long without a call posts its events
 IDLE_CHECK_SECONDS = 0.25
+STORE_BATCH_EVENTS = 16             # pending events a question asks the studio to store
+STORE_DELAY_SECONDS = 0.25          # or once the oldest pending event has waited this long
 SHUTDOWN_STORE_SECONDS = 10.0       # how long a gateway shutting down tries to post its events
 RESULT_TEXT_LIMIT = 64_000          # characters of a tool's result kept in its event
 WRITE_BATCH = 100
@@ -256,6 +260,8 @@ class _Session:
     lock: anyio.Lock = field(default_factory=anyio.Lock)
     pending: list[dict] = field(default_factory=list)   # not confirmed stored, in order
     writing: anyio.Event | None = None
+    unasked: int = 0                # pending events no question has asked the studio to store
+    unasked_since: float = 0.0      # when the oldest of those was recorded
     quiet_since: float = 0.0        # the last call's end (or failed write): for the idle flush
     failure: str | None = None      # why the last write did not store the pending events
     stopped: str | None = None      # why every later call is refused
@@ -274,13 +280,16 @@ class Gateway:
     def __init__(self, client: StudioClient, upstreams: Sequence[Upstream], *,
                  fail_open: bool = False, session: str | None = None,
                  human_wait: float = HUMAN_WAIT_SECONDS, name: str = "compliance-studio-gateway",
-                 idle_flush: float = IDLE_FLUSH_SECONDS):
+                 idle_flush: float = IDLE_FLUSH_SECONDS, store_batch: int = STORE_BATCH_EVENTS,
+                 store_delay: float = STORE_DELAY_SECONDS):
         self.client = client
         self.upstreams = list(upstreams)
         self.fail_open = fail_open
         self.default_session = session
         self.human_wait = human_wait
         self.idle_flush = idle_flush
+        self.store_batch = store_batch
+        self.store_delay = store_delay
         self.tools: dict[str, tuple[str, types.Tool]] = {}
         self.connections: dict[str, Client] = {}
         self.sessions: dict[str, _Session] = {}
@@ -340,7 +349,8 @@ class Gateway:
 
         if self.default_session is None:
             self.default_session = f"mcp-{uuid.uuid4().hex[:16]}"
-        async with self.connected(), stdio_server() as (read, write), \
+        async with self.connected(), claimed_stdio() as pipes, \
+                stdio_server(*(pipes or ())) as (read, write), \
                 anyio.create_task_group() as serving:
             serving.start_soon(_cancel_on_sigterm, serving.cancel_scope)
             await self.server.run(read, write, self.server.create_initialization_options())
@@ -521,9 +531,16 @@ class Gateway:
     async def _question(self, session_id: str, state: _Session, event: dict,
                         call_id: str) -> dict:
         taken = list(state.pending[:MAX_TAKEN])
-        answer = await anyio.to_thread.run_sync(
-            lambda: self.client.guard(session_id, event, decision_id=call_id,
-                                      attempt=min(state.refusals, 1_000), taken=taken))
+        # Stored in batches: the studio decides on every pending event, and stores them after
+        # answering once they are many or the oldest has waited long enough.
+        store = bool(state.unasked) and (
+            state.unasked >= self.store_batch
+            or time.monotonic() - state.unasked_since >= self.store_delay)
+        answer = await self.client.guard_async(session_id, event, decision_id=call_id,
+                                               attempt=min(state.refusals, 1_000), taken=taken,
+                                               store_taken=store)
+        if store:
+            state.unasked = 0
         _confirm(state, answer.get("stored") or ())
         return answer
 
@@ -531,6 +548,9 @@ class Gateway:
     # Storing events, in order: carried by the next question, or posted when the session is idle
 
     def _record(self, session_id: str, state: _Session, events: list[dict]) -> None:
+        if not state.unasked:
+            state.unasked_since = time.monotonic()
+        state.unasked += len(events)
         state.pending.extend(events)
         state.quiet_since = time.monotonic()
         if len(state.pending) > MAX_PENDING_EVENTS:
@@ -660,6 +680,7 @@ def _confirm(state: _Session, event_ids) -> None:
     done = set(event_ids)
     if done:
         state.pending = [e for e in state.pending if e.get("event_id") not in done]
+        state.unasked = min(state.unasked, len(state.pending))
 
 
 def _json_or_text(text: str) -> Any:

@@ -93,6 +93,7 @@ class SessionNow:
     counts: dict[str, int]
     next_step: int = 0
     known: dict[str, tuple[int, int]] = field(default_factory=dict)
+    also: list = field(default_factory=list)   # the rows of ``session_now``'s ``also``
     # The monitors per rule set, never advanced (``monitor`` forks them).
     _bases: dict = field(default_factory=dict, repr=False, compare=False)
 
@@ -126,18 +127,20 @@ class SessionNow:
 
 
 def session_now(workspace: Workspace, session_external_id: str, context: Context,
-                ids: Sequence[str] = ()) -> SessionNow:
+                ids: Sequence[str] = (), also: Sequence[tuple[str, Sequence]] = ()
+                ) -> SessionNow:
     """The session's monitors brought up to date with its stored events (this process's copy
-    when it fits, else the snapshot, else a replay), and which of the event ids ``ids`` are
-    stored (``known``, in the same round trip).  ``SessionEnded`` for an ended session;
-    ``LabelerUnavailable`` when a labeler cannot label the events it has to catch up on."""
+    when it fits, else the snapshot, else a replay), which of the event ids ``ids`` are stored
+    (``known``) and the rows of the caller's statements ``also`` (each a list, or None), all
+    in the same round trip.  ``SessionEnded`` for an ended session; ``LabelerUnavailable``
+    when a labeler cannot label the events it has to catch up on."""
     session_external_id = checked_session_id(session_external_id)
     cached = take_live(workspace.pk, session_external_id, context)
     tail = (cached.pk, cached.next_step, gap_limit()) if cached is not None else None
-    row, after_live, known = storage.read_session(workspace.pk, session_external_id, tail,
-                                                  set(ids))
+    row, after_live, known, extra = storage.read_session(
+        workspace.pk, session_external_id, tail, set(ids), also=also)
     if row is None:
-        return SessionNow(session_external_id, None, 0, None, {}, 0, known)
+        return SessionNow(session_external_id, None, 0, None, {}, 0, known, extra)
     session_pk, steps = row[0], row[1]
     if row[2] is not None:
         raise SessionEnded(session_external_id)
@@ -154,7 +157,7 @@ def session_now(workspace: Workspace, session_external_id: str, context: Context
         base = live.monitor.fork()
     keep_live(workspace.pk, session_external_id, live)  # it fits what was read
     now = SessionNow(session_external_id, session_pk, steps, previous, counts,
-                     live.next_step, known)
+                     live.next_step, known, extra)
     now._bases[id(context.ruleset)] = base
     return now
 
@@ -186,7 +189,7 @@ def session_after(now: SessionNow, context: Context, cleans: Sequence[Clean]) ->
     # The violations they add stay listed in the fed monitors (and in their forks), so the
     # counts beside them stay ``now``'s (``violation_counts`` adds the listed ones).
     after = SessionNow(now.external_id, now.pk, now.steps + len(cleans), previous,
-                       now.counts, now.next_step + len(cleans), now.known)
+                       now.counts, now.next_step + len(cleans), now.known, now.also)
     after._bases[id(context.ruleset)] = monitor
     return after
 

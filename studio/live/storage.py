@@ -70,13 +70,14 @@ def read_state(session_pk: int) -> Any:
 
 
 def read_session(workspace_pk: int, external_id: str, tail: tuple[int, int, int] | None,
-                 ids: set[str] = frozenset(), source: str = SOURCE_LIVE
-                 ) -> tuple[tuple | None, list[dict] | None, dict[str, tuple[int, int]]]:
+                 ids: set[str] = frozenset(), source: str = SOURCE_LIVE,
+                 also: Sequence[tuple[str, Sequence]] = ()
+                 ) -> tuple[tuple | None, list[dict] | None, dict[str, tuple[int, int]], list]:
     """The session's row - id, steps, ended_at, and monitor_state when there is no ``tail`` -
     not locked, the events stored after this process's monitor (``tail`` as for
-    ``lock_and_read``), and which of the event ``ids`` are stored (event id -> (session id,
-    step), looked up after the row was read), in one round trip.  The row is None for a session not stored
-    yet."""
+    ``lock_and_read``), which of the event ``ids`` are stored (event id -> (session id, step),
+    looked up after the row was read), and the rows of the caller's own statements ``also``
+    (read last), in one round trip.  The row is None for a session not stored yet."""
     state_column = ", monitor_state" if tail is None else ""
     statements: list[tuple[str, Sequence]] = [(
         f"SELECT id, steps, ended_at{state_column} FROM {quoted_table(TraceSession)} "
@@ -85,12 +86,15 @@ def read_session(workspace_pk: int, external_id: str, tail: tuple[int, int, int]
         statements.append((events_sql(limit=True), list(tail)))
     if ids:
         statements.append((_known_sql(len(ids)), [workspace_pk, source, *ids]))
+    statements.extend(also)
     results = run_together(statements)
-    known = {e: (s, step) for e, s, step in results[-1]} if ids else {}
+    extra = results[len(results) - len(also):]
+    known = {e: (s, step) for e, s, step in results[len(statements) - len(also) - 1]} \
+        if ids else {}
     row = results[0][0] if results[0] else None
     if row is None or tail is None:
-        return row, None, known
-    return row, monitor_events(tail[0], results[1]), known
+        return row, None, known, extra
+    return row, monitor_events(tail[0], results[1]), known, extra
 
 
 def state_value(raw: Any) -> Any:

@@ -96,11 +96,11 @@ def test_events_stored_between_the_read_and_the_id_check_are_not_applied_twice(
     read = storage.read_session
 
     def stored_meanwhile(workspace_pk, external_id, tail, ids=frozenset(), **kwargs):
-        row, after_live, _ = read(workspace_pk, external_id, tail)
+        row, after_live, _, _ = read(workspace_pk, external_id, tail)
         # Another worker stores the taken events after the guard read the session, before it
         # looked their ids up.
         ingest(workspace, "race", taken)
-        return row, after_live, read(workspace_pk, external_id, None, ids, **kwargs)[2]
+        return row, after_live, *read(workspace_pk, external_id, None, ids, **kwargs)[2:]
 
     monkeypatch.setattr(storage, "read_session", stored_meanwhile)
     answer = guard_services.guard(workspace, "race", {"event": SHIP, "taken": taken})
@@ -204,16 +204,28 @@ def test_a_taken_id_stored_in_another_session_is_not_applied(workspace, ruleset)
     assert answer["stored"] == [] and answer["steps"] == 0
 
 
-def test_a_decision_id_decided_meanwhile_answers_the_first_decision(workspace, ruleset,
-                                                                    monkeypatch):
+def test_a_decision_id_decided_already_answers_the_first_decision(workspace, ruleset):
     first = guard_services.guard(workspace, "meanwhile", {"event": PAY, "decision_id": "d7"})
-    # As if a retry raced the first request: not found by the check, refused by the insert.
-    monkeypatch.setattr(guard_services, "_decided", lambda *args: False)
+    # Not looked for before deciding: decided again, refused by the insert, answered as first.
     again = guard_services.guard(workspace, "meanwhile", {"event": PAY, "decision_id": "d7"})
     assert again["repeated"] is True and again["decision"] == first["decision"]
     # The connection is usable afterwards (the failed transaction was ended).
     assert guard_services.guard(workspace, "meanwhile", {"event": SHIP})["decision"]
     assert TraceSession.objects.count() == 0
+
+
+def test_a_question_answered_before_its_session_ended_is_answered_as_it_was(workspace,
+                                                                           ruleset):
+    from studio.live.ending import end_session
+    from studio.live.errors import SessionEnded
+
+    ingest(workspace, "ends", [LOOK])
+    first = guard_services.guard(workspace, "ends", {"event": PAY, "decision_id": "d8"})
+    end_session(workspace, "ends")
+    again = guard_services.guard(workspace, "ends", {"event": PAY, "decision_id": "d8"})
+    assert again["repeated"] is True and again["decision"] == first["decision"]
+    with pytest.raises(SessionEnded):
+        guard_services.guard(workspace, "ends", {"event": PAY, "decision_id": "d9"})
 
 
 def test_after_an_answer_the_context_about_to_expire_is_read_again(agent, workspace, ruleset,
@@ -232,3 +244,41 @@ def test_after_an_answer_the_context_about_to_expire_is_read_again(agent, worksp
     assert ask(agent, "fresh-1", {"event": PAY}).status_code == 200
     assert live_context._CONTEXTS[workspace.pk][0] > time.monotonic() + 1.5
     assert guard_services._POLICIES[workspace.pk][0] > time.monotonic() + 1.5
+
+
+def test_store_taken_false_decides_on_the_events_and_leaves_them_to_the_agent(agent, workspace,
+                                                                              ruleset):
+    taken = with_ids([LOOK, PAY], "later")
+    first = ask(agent, "later", {"event": SHIP, "taken": taken, "store_taken": False})
+    assert first.status_code == 200 and first.json()["steps"] == 2
+    assert not Event.objects.filter(session__external_id="later").exists()
+    # Asked again with the default: decided the same, and stored once answered.
+    second = ask(agent, "later", {"event": SHIP, "taken": taken})
+    assert decided(second.json()) == decided(first.json())
+    assert Event.objects.filter(session__external_id="later").count() == 2
+    refused = ask(agent, "later", {"event": SHIP, "store_taken": "no"})
+    assert refused.status_code == 422 and refused.json()["field"] == "store_taken"
+
+
+def test_a_settled_decision_is_stored_once_its_answer_is_sent(agent, workspace, ruleset):
+    from django.db import connection
+
+    from studio.guard.models import GuardDecision
+
+    made = guard_services.decide(workspace, "record", {"event": PAY, "decision_id": "r1"})
+    rows = GuardDecision.objects.filter(session="record")
+    if connection.vendor == "postgresql":
+        # Left for the route to store after sending the answer (the agent does not wait).
+        assert made.record is not None and not rows.exists()
+        guard_services.store_decided(made)
+    else:
+        assert made.record is None
+    assert rows.get().answer["decision"] == made.answer["decision"]
+    # A repeat racing it stored first: the first is kept, nothing raised.
+    guard_services.store_decided(made)
+    assert rows.count() == 1
+    # Over the route, the row is there once the answer is: asked again, the first answer.
+    first = ask(agent, "record", {"event": PAY, "decision_id": "r2"}).json()
+    again = ask(agent, "record", {"event": PAY, "decision_id": "r2"}).json()
+    assert again["repeated"] is True and again["decision"] == first["decision"]
+    assert "repeated" not in first

@@ -133,12 +133,14 @@ class RecordingStudio:
 
     def __init__(self, confirm_from: int = 0):
         self.questions: list[list[str]] = []
+        self.stores: list[bool] = []     # per question: whether it asked to store ``taken``
         self.posted: list[list[str]] = []
         self.confirm_from = confirm_from
 
-    def guard(self, session, event, *, decision_id, attempt, taken):
+    async def guard_async(self, session, event, *, decision_id, attempt, taken, store_taken):
         ids = [e["event_id"] for e in taken]
         self.questions.append(ids)
+        self.stores.append(store_taken)
         stored = ids if len(self.questions) > self.confirm_from else []
         return {"decision": "allow", "status": "decided", "stored": stored}
 
@@ -174,6 +176,27 @@ def test_pending_events_ride_on_the_next_question_until_the_studio_confirms_them
     # The fourth call's own events wait for the next question (or the idle flush).
     assert len(state.pending) == 2 and state.pending[0]["event_id"] not in fourth
     assert studio.posted == []
+
+
+def test_pending_events_are_asked_to_be_stored_in_batches():
+    # Never confirmed, so every question carries them all; a store is asked for once four
+    # events wait that no question asked to store, or once the oldest waited long enough.
+    studio = RecordingStudio(confirm_from=100)
+    gw = Gateway(studio, [], session="s", store_batch=4, store_delay=3600)
+    gw.connections["up"] = Upstream()
+
+    async def calls(count, state=None):
+        state = state or gw.sessions.setdefault("s", _Session())
+        for _ in range(count):
+            await gw._guarded_call("s", state, "x", "up", {})
+        return state
+
+    state = anyio.run(calls, 6)
+    assert [len(ids) for ids in studio.questions] == [0, 2, 4, 6, 8, 10]
+    assert studio.stores == [False, False, True, False, True, False]
+    gw.store_delay = 0.0    # the oldest unasked event has waited long enough at once
+    anyio.run(calls, 1, state)
+    assert studio.stores[-1] is True
 
 
 def test_an_idle_session_and_a_stopping_gateway_post_their_events():
