@@ -16,8 +16,6 @@ import binascii
 import email.utils
 import hashlib
 import hmac
-import http.client
-import io
 import json
 import math
 import ssl
@@ -87,6 +85,7 @@ class StudioClient:
         self.retries = retries
         self.max_retry_wait = max_retry_wait
         self.sleep = sleep
+        self._proxy_use: dict[tuple[str, str], bool] = {}
 
     # -----------------------------------------------------------------------------------------
     # The routes
@@ -267,10 +266,21 @@ class StudioClient:
             reason = getattr(exc, "reason", exc)
             raise StudioError(None, f"{method} {url} got no answer: {reason}") from exc
 
+    def _proxied(self, parts: urllib.parse.SplitResult) -> bool:
+        """Whether urllib would send this request through a proxy (asked once per scheme and
+        host: reading the environment costs more than the rest of a request's set-up)."""
+        key = (parts.scheme, parts.hostname or "")
+        found = self._proxy_use.get(key)
+        if found is None:
+            found = (parts.scheme in urllib.request.getproxies()
+                     and not urllib.request.proxy_bypass(key[1]))
+            self._proxy_use[key] = found
+        return found
+
     async def _send_async(self, method: str, url: str, raw: bytes, msg_id: str,
                           timeout: float | None):
         parts = urllib.parse.urlsplit(url)
-        if parts.scheme not in ("http", "https") or _proxied(parts):
+        if parts.scheme not in ("http", "https") or self._proxied(parts):
             # What urllib does for a proxy is urllib's: it makes the request, in a thread.
             return await asyncio.to_thread(self._send, method, url, raw, msg_id, timeout)
         try:
@@ -299,13 +309,10 @@ def _guard_body(event: dict, continuation: Sequence[dict] | None,
     return body
 
 
-def _proxied(parts: urllib.parse.SplitResult) -> bool:
-    proxies = urllib.request.getproxies()
-    return parts.scheme in proxies and not urllib.request.proxy_bypass(parts.hostname or "")
 
 
 async def _exchange(parts: urllib.parse.SplitResult, method: str, raw: bytes,
-                    headers: dict[str, str]) -> tuple[int, http.client.HTTPMessage, Any]:
+                    headers: dict[str, str]) -> tuple[int, _Headers, Any]:
     """One HTTP/1.1 request on a connection of its own (``Connection: close``, as urllib
     makes it): (status, headers, the body read as JSON)."""
     secure = parts.scheme == "https"
@@ -326,16 +333,32 @@ async def _exchange(parts: urllib.parse.SplitResult, method: str, raw: bytes,
         fields = status_line.split(None, 2)
         if len(fields) < 2 or not fields[0].startswith(b"HTTP/") or not fields[1].isdigit():
             raise ValueError(f"not an HTTP answer: {status_line[:80]!r}")
-        message = http.client.parse_headers(io.BytesIO(header_block))
+        message = _Headers.parse(header_block)
         if "chunked" in message.get("Transfer-Encoding", "").lower():
             body = await _read_chunked(reader)
         elif message.get("Content-Length", "").strip().isdigit():
-            body = await reader.readexactly(int(message["Content-Length"]))
+            body = await reader.readexactly(int(message.get("Content-Length")))
         else:
             body = await reader.read()
         return int(fields[1]), message, _json(body)
     finally:
         writer.close()
+
+
+class _Headers(dict):
+    """An answer's header fields, looked up by name in any case (``get``), as urllib's are."""
+
+    @classmethod
+    def parse(cls, block: bytes) -> _Headers:
+        headers = cls()
+        for line in block.decode("latin-1").split("\r\n"):
+            name, colon, value = line.partition(":")
+            if colon:
+                headers[name.strip().lower()] = value.strip()
+        return headers
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return super().get(name.lower(), default)
 
 
 async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
