@@ -561,8 +561,10 @@ def _insert_decided(row: GuardDecision) -> None:
 
 
 def _decided_sql() -> str:
-    return (f"SELECT 1 FROM {storage.quoted_table(GuardDecision)} WHERE workspace_id = %s "
-            "AND session = %s AND decision_id = %s")
+    """Whether a decision id was answered in a session (parameters: workspace id, session,
+    decision id): read with the session (``session_now``'s ``also``)."""
+    return (f"EXISTS (SELECT 1 FROM {storage.quoted_table(GuardDecision)} WHERE "
+            "workspace_id = %s AND session = %s AND decision_id = %s)")
 
 
 def _existing(workspace: Workspace, session: str, decision_id: str | None

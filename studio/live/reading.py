@@ -93,7 +93,7 @@ class SessionNow:
     counts: dict[str, int]
     next_step: int = 0
     known: dict[str, tuple[int, int]] = field(default_factory=dict)
-    also: list = field(default_factory=list)   # the rows of ``session_now``'s ``also``
+    also: list = field(default_factory=list)   # the values of ``session_now``'s ``also``
     # The monitors per rule set, never advanced (``monitor`` forks them).
     _bases: dict = field(default_factory=dict, repr=False, compare=False)
 
@@ -131,8 +131,8 @@ def session_now(workspace: Workspace, session_external_id: str, context: Context
                 ) -> SessionNow:
     """The session's monitors brought up to date with its stored events (this process's copy
     when it fits, else the snapshot, else a replay), which of the event ids ``ids`` are stored
-    (``known``) and the rows of the caller's statements ``also`` (each a list, or None), all
-    in the same round trip.  ``SessionEnded`` for an ended session; ``LabelerUnavailable``
+    (``known``) and the values of the caller's scalar SQL expressions ``also`` (each with its
+    parameters), all in the same round trip.  ``SessionEnded`` for an ended session; ``LabelerUnavailable``
     when a labeler cannot label the events it has to catch up on."""
     session_external_id = checked_session_id(session_external_id)
     cached = take_live(workspace.pk, session_external_id, context)

@@ -75,9 +75,12 @@ def read_session(workspace_pk: int, external_id: str, tail: tuple[int, int, int]
                  ) -> tuple[tuple | None, list[dict] | None, dict[str, tuple[int, int]], list]:
     """The session's row - id, steps, ended_at, and monitor_state when there is no ``tail`` -
     not locked, the events stored after this process's monitor (``tail`` as for
-    ``lock_and_read``), which of the event ``ids`` are stored (event id -> (session id, step),
-    looked up after the row was read), and the rows of the caller's own statements ``also``
-    (read last), in one round trip.  The row is None for a session not stored yet."""
+    ``lock_and_read``), which of the event ``ids`` are stored (event id -> (session id, step)),
+    and the values of the caller's scalar SQL expressions ``also`` (each with its parameters),
+    in one round trip (on Postgres one statement).  The row is None for a session not stored
+    yet."""
+    if connection.vendor == "postgresql":
+        return _read_session_at_once(workspace_pk, external_id, tail, ids, source, also)
     state_column = ", monitor_state" if tail is None else ""
     statements: list[tuple[str, Sequence]] = [(
         f"SELECT id, steps, ended_at{state_column} FROM {quoted_table(TraceSession)} "
@@ -86,15 +89,48 @@ def read_session(workspace_pk: int, external_id: str, tail: tuple[int, int, int]
         statements.append((events_sql(limit=True), list(tail)))
     if ids:
         statements.append((_known_sql(len(ids)), [workspace_pk, source, *ids]))
-    statements.extend(also)
+    statements.extend((f"SELECT ({expression})", params) for expression, params in also)
     results = run_together(statements)
-    extra = results[len(results) - len(also):]
-    known = {e: (s, step) for e, s, step in results[len(statements) - len(also) - 1]} \
-        if ids else {}
+    extra = [rows[0][0] for rows in results[len(results) - len(also):]]
+    known = ({e: (s, step) for e, s, step in results[len(statements) - len(also) - 1]}
+             if ids else {})
     row = results[0][0] if results[0] else None
     if row is None or tail is None:
         return row, None, known, extra
     return row, monitor_events(tail[0], results[1]), known, extra
+
+
+def _read_session_at_once(workspace_pk: int, external_id: str,
+                          tail: tuple[int, int, int] | None, ids: set[str], source: str,
+                          also: Sequence[tuple[str, Sequence]]):
+    """``read_session`` in one statement (Postgres): a statement's own cost (parse, plan, one
+    more result to fetch) is most of a read this small."""
+    columns = ["s.id", "s.steps", "s.ended_at"]
+    params: list = []
+    if tail is None:
+        columns.append("s.monitor_state")
+    else:
+        columns.append(_tail_column())
+        params += list(tail)
+    if ids:
+        columns.append(_known_column(len(ids)))
+        params += [workspace_pk, source, *ids]
+    for expression, values in also:
+        columns.append(f"({expression})")
+        params += list(values)
+    row = run(f"SELECT {', '.join(columns)} FROM (SELECT 1) one "
+              f"LEFT JOIN {quoted_table(TraceSession)} s "
+              "ON s.workspace_id = %s AND s.external_id = %s",
+              [*params, workspace_pk, external_id])[0]
+    extra = list(row[len(row) - len(also):])
+    known = {e: (s, step) for e, s, step in _json_value(row[4]) or ()} if ids else {}
+    if row[0] is None:
+        return None, None, known, extra
+    if tail is None:
+        return tuple(row[:4]), None, known, extra
+    after = [monitor_event(tail[0], step, lifeline, input, output, data, labels)
+             for step, lifeline, input, output, data, labels in _json_value(row[3]) or ()]
+    return tuple(row[:3]), after, known, extra
 
 
 def state_value(raw: Any) -> Any:
@@ -248,18 +284,28 @@ def _lock_and_read_sql(with_state: bool, ids: int, with_events: bool) -> str:
     if with_state:
         columns.append("s.monitor_state")
     if ids:
-        columns.append(
-            "(SELECT json_agg(json_build_array(e.event_id, e.session_id, e.step)) "
+        columns.append(_known_column(ids))
+    if with_events:
+        columns.append(_tail_column())
+    return (f"SELECT {', '.join(columns)} FROM {quoted_table(TraceSession)} s "
+            "WHERE s.workspace_id = %s AND s.external_id = %s FOR UPDATE OF s")
+
+
+def _known_column(ids: int) -> str:
+    """Which of ``ids`` event ids are stored: a JSON array of [event id, session id, step]
+    (parameters: workspace id, source, the ids)."""
+    return ("(SELECT json_agg(json_build_array(e.event_id, e.session_id, e.step)) "
             f"FROM {quoted_table(Event)} e WHERE e.workspace_id = %s AND e.source = %s "
             f"AND e.event_id IN ({', '.join(['%s'] * ids)}))")
-    if with_events:
-        columns.append(
-            "(SELECT json_agg(json_build_array(g.step, g.lifeline, g.input, g.output, g.data, "
+
+
+def _tail_column() -> str:
+    """A session's events from a step on, at most a limit, as a JSON array of [step,
+    lifeline, input, output, data, labels] (parameters: session id, step, limit)."""
+    return ("(SELECT json_agg(json_build_array(g.step, g.lifeline, g.input, g.output, g.data, "
             f"g.labels) ORDER BY g.step) FROM (SELECT {', '.join(EVENT_COLUMNS)} "
             f"FROM {quoted_table(Event)} WHERE session_id = %s AND step >= %s ORDER BY step "
             "LIMIT %s) g)")
-    return (f"SELECT {', '.join(columns)} FROM {quoted_table(TraceSession)} s "
-            "WHERE s.workspace_id = %s AND s.external_id = %s FOR UPDATE OF s")
 
 
 def _json_value(value: Any) -> Any:
