@@ -221,3 +221,12 @@ def test_an_idle_session_and_a_stopping_gateway_post_their_events():
     idle_posted, state = anyio.run(scenario)
     assert len(idle_posted) == 1 and len(idle_posted[0]) == 2
     assert len(studio.posted) == 2 and state.pending == []
+
+
+@pytest.mark.parametrize("option", [["--store-every", "0"], ["--store-within", "-1"]])
+def test_the_command_refuses_a_store_setting_that_does_not_fit(option):
+    from django.core.management import CommandError, call_command
+
+    with pytest.raises(CommandError, match="--store-every must be 1 or more"):
+        call_command("mcp_gateway", "--workspace", "w", "--token", "t",
+                     "--upstream", "a=python x.py", *option)

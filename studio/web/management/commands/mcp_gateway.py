@@ -17,7 +17,12 @@ import sys
 import anyio
 from django.core.management.base import BaseCommand, CommandError
 
-from studio.integrations.mcp_gateway import GatewayError, gateway_for
+from studio.integrations.mcp_gateway import (
+    STORE_BATCH_EVENTS,
+    STORE_DELAY_SECONDS,
+    GatewayError,
+    gateway_for,
+)
 
 
 class Command(BaseCommand):
@@ -48,10 +53,19 @@ class Command(BaseCommand):
         parser.add_argument("--path", default="/mcp", help="HTTP: the MCP endpoint's path")
         parser.add_argument("--studio-timeout", type=float, default=10.0,
                             help="seconds a request to the studio may take")
+        parser.add_argument("--store-every", type=int, default=STORE_BATCH_EVENTS,
+                            metavar="EVENTS",
+                            help="ask the studio to store a session's events once this many "
+                                 f"wait (default: {STORE_BATCH_EVENTS}; 1: after every call)")
+        parser.add_argument("--store-within", type=float, default=STORE_DELAY_SECONDS,
+                            metavar="SECONDS",
+                            help="... or once the oldest has waited this long (default: "
+                                 f"{STORE_DELAY_SECONDS:g})")
 
     def handle(self, *args, workspace: str, upstream: list[str], token: str, studio_url: str,
                fail_open: bool, session: str | None, transport: str, host: str, port: int,
-               path: str, studio_timeout: float, **options):
+               path: str, studio_timeout: float, store_every: int, store_within: float,
+               **options):
         # -v 2: a line per call with where its time went (waiting for the session's earlier
         # events to be stored, the guard, the upstream).
         logging.basicConfig(stream=sys.stderr, level=logging.INFO,
@@ -59,8 +73,12 @@ class Command(BaseCommand):
         logging.getLogger("studio.mcp_gateway").setLevel(
             logging.DEBUG if options["verbosity"] >= 2 else logging.INFO)
         try:
+            if store_every < 1 or not 0 <= store_within <= 60:
+                raise GatewayError("--store-every must be 1 or more and --store-within from 0 "
+                                   "to 60 seconds")
             gateway = gateway_for(studio_url, workspace, token, upstream,
-                                  timeout=studio_timeout, fail_open=fail_open, session=session)
+                                  timeout=studio_timeout, fail_open=fail_open, session=session,
+                                  store_batch=store_every, store_delay=store_within)
             if transport == "stdio":
                 anyio.run(gateway.serve_stdio)
             else:
