@@ -13,7 +13,8 @@ What it does, in order:
    and in a live rule set, 40 earlier sessions of 50 events, and a token, and analyses the
    tables (as autovacuum does in a deployment that has run a while);
 2. starts the studio as ``bench.webhook`` does (gunicorn, production settings, ``--workers``
-   sync workers);
+   sync workers), or with ``--server uvicorn`` as docker-compose.yml does (uvicorn, ASGI, with
+   DATABASE_POOL=true);
 3. starts two MCP connections with the official SDK's client, each over stdio: one to the test
    upstream (tests/integrations/mcp/upstream_server.py) directly, one to ``manage.py mcp_gateway``,
    which starts the same upstream behind it;
@@ -39,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 import psycopg
@@ -172,13 +174,34 @@ def gateway_phases(path: str, skip: int) -> dict[str, list[float]]:
     return phases
 
 
+def _start_uvicorn(env: dict, port: int, workers: int) -> subprocess.Popen:
+    """The studio as docker-compose.yml serves it (uvicorn, ASGI), answering /healthz."""
+    command = [str(Path(sys.executable).with_name("uvicorn")), "studio.asgi:application",
+               "--host", "127.0.0.1", "--port", str(port), "--workers", str(workers),
+               "--lifespan", "off", "--log-level", "warning"]
+    server = subprocess.Popen(command, cwd=REPO, env=env)
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1) as answer:
+                if answer.status == 200:
+                    return server
+        except OSError:
+            time.sleep(0.2)
+    server.kill()
+    sys.exit("uvicorn did not start")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=1000, help="measured calls each way")
     parser.add_argument("--warmup", type=int, default=50)
     parser.add_argument("--sessions", type=int, default=1,
                         help="sessions the gateway calls go round (1: back to back)")
-    parser.add_argument("--workers", type=int, default=2, help="gunicorn worker processes")
+    parser.add_argument("--workers", type=int, default=2, help="the server's worker processes")
+    parser.add_argument("--server", choices=("gunicorn", "uvicorn"), default="gunicorn",
+                        help="gunicorn's sync workers (WSGI), or uvicorn (ASGI) as "
+                             "docker-compose.yml runs the studio, with DATABASE_POOL=true")
     args = parser.parse_args()
 
     load_before = webhook._load()
@@ -196,7 +219,10 @@ def main() -> int:
                           cwd=REPO, env=env, check=True, capture_output=True, text=True)
     token = json.loads(done.stdout.strip().splitlines()[-1])["token"]
     port = webhook._free_port()
-    server = webhook._start_server(env, port, args.workers, 1)
+    if args.server == "uvicorn":
+        server = _start_uvicorn({**env, "DATABASE_POOL": "true"}, port, args.workers)
+    else:
+        server = webhook._start_server(env, port, args.workers, 1)
     upstream = [sys.executable, str(UPSTREAM)]
     spec = {
         "repo": str(REPO), "calls": args.calls, "warmup": args.warmup,
@@ -209,7 +235,7 @@ def main() -> int:
     }
     try:
         print(f"measuring: {args.calls} calls each way after {args.warmup} warm-up calls, "
-              f"{args.sessions} session(s); studio on gunicorn, {args.workers} worker(s)",
+              f"{args.sessions} session(s); studio on {args.server}, {args.workers} worker(s)",
               flush=True)
         started = time.perf_counter()
         done = subprocess.run([sys.executable, "-c", MEASURE, json.dumps(spec)], cwd=REPO,
