@@ -1,4 +1,5 @@
-"""A bounded, thread-safe least-recently-used map: the process caches of the studio.
+"""The process caches of the studio: a bounded, thread-safe least-recently-used map, and values
+kept for a while (``ExpiringValues``).
 
 Every process-wide cache of built things (compiled rule sets, session monitors, loaded models,
 verified tokens, labelers' answers) keeps at most ``limit`` entries and forgets the one used
@@ -9,8 +10,9 @@ Python, no Django: the pure packages use it too.
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
 K = TypeVar("K", bound=Hashable)
@@ -82,3 +84,44 @@ class LruCache(Generic[K, V]):
     def _trim(self) -> None:
         while len(self._entries) > self.limit:
             self._entries.popitem(last=False)
+
+
+class ExpiringValues(Generic[K, V]):
+    """Values read from elsewhere (the database) and kept for ``ttl`` seconds: ``get`` answers
+    the kept value until it expires, then reads it again (``load``).  ``refresh_ahead`` reads it
+    again early, when the kept one expires within an eighth of ``ttl``: called after an answer
+    has been sent, so that the next request finds it fresh instead of paying the read on its own
+    time.  A ``ttl`` of 0 or less keeps nothing.  Safe to share between threads (``load`` runs
+    outside the lock).  ``entries`` (key -> (expiry on ``time.monotonic()``, value)) is open for
+    tests."""
+
+    def __init__(self):
+        self.entries: dict[K, tuple[float, V]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: K, load: Callable[[], V], ttl: float) -> V:
+        if ttl > 0:
+            with self._lock:
+                kept = self.entries.get(key)
+            if kept is not None and kept[0] > time.monotonic():
+                return kept[1]
+        return self._read(key, load, ttl)
+
+    def refresh_ahead(self, key: K, load: Callable[[], V], ttl: float) -> None:
+        if ttl <= 0:
+            return
+        with self._lock:
+            kept = self.entries.get(key)
+        if kept is not None and kept[0] - time.monotonic() <= ttl / 8:
+            self._read(key, load, ttl)
+
+    def clear(self) -> None:
+        with self._lock:
+            self.entries.clear()
+
+    def _read(self, key: K, load: Callable[[], V], ttl: float) -> V:
+        value = load()
+        if ttl > 0:
+            with self._lock:
+                self.entries[key] = (time.monotonic() + ttl, value)
+        return value

@@ -2,12 +2,13 @@
 keys, least recently used first."""
 
 import threading
+import time
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from studio.caching import LruCache
+from studio.caching import ExpiringValues, LruCache
 
 KEYS = st.integers(0, 6)
 OPERATIONS = st.lists(st.one_of(
@@ -101,3 +102,26 @@ def test_threads_sharing_a_cache_never_exceed_its_limit():
     for thread in threads:
         thread.join()
     assert len(cache) == len(set(cache.keys())) == 50
+
+
+def test_expiring_values_are_read_again_once_expired_and_ahead_of_time_when_asked():
+    reads = []
+
+    def load():
+        reads.append(len(reads))
+        return f"value {len(reads)}"
+
+    values = ExpiringValues()
+    assert values.get("k", load, 60) == "value 1"
+    assert values.get("k", load, 60) == "value 1" and len(reads) == 1   # kept
+    values.refresh_ahead("k", load, 60)
+    assert len(reads) == 1                      # far from expiring: not read again
+    values.entries["k"] = (time.monotonic() + 5, "value 1")   # within an eighth of 60 s
+    values.refresh_ahead("k", load, 60)
+    assert values.entries["k"][1] == "value 2" and values.entries["k"][0] > time.monotonic() + 50
+    values.entries["k"] = (time.monotonic() - 1, "value 2")   # expired
+    assert values.get("k", load, 60) == "value 3"
+    assert values.get("k", load, 0) == "value 4" and values.get("k", load, 0) == "value 5"
+    values.refresh_ahead("absent", load, 60)    # nothing kept: nothing read ahead
+    values.clear()
+    assert len(reads) == 5 and values.entries == {}

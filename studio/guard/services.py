@@ -20,8 +20,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import threading
-import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +30,7 @@ from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
+from studio.caching import ExpiringValues
 from studio.errors import PermissionDenied, ServiceError
 from studio.live.context import MONITOR_LOCK, Context, context_for
 from studio.live.context import refresh_ahead as context_refresh_ahead
@@ -106,13 +105,11 @@ def set_policy(ruleset: RuleSet, data: Any, actor=None) -> Policy:
     return policy
 
 
-_POLICIES: dict[int, tuple[float, Policy]] = {}
-_POLICIES_LOCK = threading.Lock()
+_POLICIES: ExpiringValues[int, Policy] = ExpiringValues()
 
 
 def forget_policies(**_signal) -> None:
-    with _POLICIES_LOCK:
-        _POLICIES.clear()
+    _POLICIES.clear()
 
 
 def effective_policy(workspace: Workspace) -> Policy:
@@ -120,16 +117,8 @@ def effective_policy(workspace: Workspace) -> Policy:
     of the live rule sets' policies (``studio.risk.guard.combine``); the defaults when no rule
     set is live.  Read again after ``LIVE_CONTEXT_SECONDS`` (or when a policy or rule set is
     saved in this process)."""
-    ttl = settings.LIVE_CONTEXT_SECONDS
-    with _POLICIES_LOCK:
-        cached = _POLICIES.get(workspace.pk)
-    if cached is not None and cached[0] > time.monotonic():
-        return cached[1]
-    policy = live_policy(workspace)
-    if ttl > 0:
-        with _POLICIES_LOCK:
-            _POLICIES[workspace.pk] = (time.monotonic() + ttl, policy)
-    return policy
+    return _POLICIES.get(workspace.pk, lambda: live_policy(workspace),
+                         settings.LIVE_CONTEXT_SECONDS)
 
 
 def refresh_ahead(workspace: Workspace) -> None:
@@ -137,15 +126,8 @@ def refresh_ahead(workspace: Workspace) -> None:
     within an eighth of ``LIVE_CONTEXT_SECONDS`` (after an answer was sent: the next question
     then finds them fresh, rather than paying the reads)."""
     context_refresh_ahead(workspace)
-    ttl = settings.LIVE_CONTEXT_SECONDS
-    if ttl <= 0:
-        return
-    with _POLICIES_LOCK:
-        cached = _POLICIES.get(workspace.pk)
-    if cached is not None and cached[0] - time.monotonic() <= ttl / 8:
-        policy = live_policy(workspace)
-        with _POLICIES_LOCK:
-            _POLICIES[workspace.pk] = (time.monotonic() + ttl, policy)
+    _POLICIES.refresh_ahead(workspace.pk, lambda: live_policy(workspace),
+                            settings.LIVE_CONTEXT_SECONDS)
 
 
 # ---------------------------------------------------------------------------------------------

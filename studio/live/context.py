@@ -7,12 +7,11 @@ from __future__ import annotations
 import functools
 import json
 import threading
-import time
 from dataclasses import dataclass
 
 from django.conf import settings
 
-from studio.caching import LruCache
+from studio.caching import ExpiringValues, LruCache
 from studio.labeling import Labeling, labeling_from_snapshot
 from studio.monitor import RuleSet
 from studio.monitor.verdicts import effective_counting
@@ -25,7 +24,6 @@ from studio.workspaces.models import Workspace
 # Python under the GIL: the lock costs no parallelism).
 
 MONITOR_LOCK = threading.RLock()
-_CACHE_LOCK = threading.Lock()
 _RULESETS_MAX = 64
 _RULESETS: LruCache[tuple, RuleSet] = LruCache(_RULESETS_MAX)
 _LABELINGS_MAX = 256
@@ -36,7 +34,7 @@ _LABELINGS: LruCache[tuple, Labeling] = LruCache(_LABELINGS_MAX)
 # version, rule set, labeler or workspace clears this process's entries (see apps.py); other
 # server processes follow within the TTL, and a session whose saved state was made for other
 # versions is rebuilt by replay, so results never mix rule versions.
-_CONTEXTS: dict[int, tuple[float, Context]] = {}
+_CONTEXTS: ExpiringValues[int, Context] = ExpiringValues()
 # Called with each context this process builds (``anticipation`` searches its rules ahead).
 ON_BUILT: list = []
 
@@ -45,13 +43,11 @@ def clear() -> None:
     """Forget this module's caches (``studio.live.ingest.clear_caches`` forgets them all)."""
     _RULESETS.clear()
     _LABELINGS.clear()
-    with _CACHE_LOCK:
-        _CONTEXTS.clear()
+    _CONTEXTS.clear()
 
 
 def forget_contexts(**_signal) -> None:
-    with _CACHE_LOCK:
-        _CONTEXTS.clear()
+    _CONTEXTS.clear()
 
 
 def cached_ruleset(versions: list[LiveVersion]) -> RuleSet:
@@ -112,23 +108,15 @@ def _labeling(workspace: Workspace) -> Labeling:
 
 
 def context_for(workspace: Workspace) -> Context:
-    ttl = settings.LIVE_CONTEXT_SECONDS
-    if ttl > 0:
-        with _CACHE_LOCK:
-            cached = _CONTEXTS.get(workspace.pk)
-        if cached is not None and cached[0] > time.monotonic():
-            return cached[1]
-    return _build(workspace, ttl)
+    return _CONTEXTS.get(workspace.pk, lambda: _build(workspace),
+                         settings.LIVE_CONTEXT_SECONDS)
 
 
-def _build(workspace: Workspace, ttl: float) -> Context:
+def _build(workspace: Workspace) -> Context:
     versions = live_versions(workspace)
     context = Context(versions, cached_ruleset(versions), _labeling(workspace))
     for hook in ON_BUILT:
         hook(context)
-    if ttl > 0:
-        with _CACHE_LOCK:
-            _CONTEXTS[workspace.pk] = (time.monotonic() + ttl, context)
     return context
 
 
@@ -137,11 +125,5 @@ def refresh_ahead(workspace: Workspace) -> None:
     of ``LIVE_CONTEXT_SECONDS``: called after an answer has been sent, so that the next
     request finds it fresh instead of spending a few milliseconds re-reading it on its own
     time (it is never older than the setting allows either way)."""
-    ttl = settings.LIVE_CONTEXT_SECONDS
-    if ttl <= 0:
-        return
-    with _CACHE_LOCK:
-        cached = _CONTEXTS.get(workspace.pk)
-    if cached is not None and cached[0] - time.monotonic() <= ttl / 8:
-        _build(workspace, ttl)
-
+    _CONTEXTS.refresh_ahead(workspace.pk, lambda: _build(workspace),
+                            settings.LIVE_CONTEXT_SECONDS)

@@ -236,14 +236,14 @@ def test_after_an_answer_the_context_about_to_expire_is_read_again(agent, worksp
 
     settings.LIVE_CONTEXT_SECONDS = 2.0
     assert ask(agent, "fresh-1", {"event": PAY}).status_code == 200
-    expires, context = live_context._CONTEXTS[workspace.pk]
+    expires, context = live_context._CONTEXTS.entries[workspace.pk]
     # About to expire: the next answer reads it again once sent, not the question after it.
-    live_context._CONTEXTS[workspace.pk] = (time.monotonic() + 0.1, context)
-    guard_services._POLICIES[workspace.pk] = (time.monotonic() + 0.1,
-                                              guard_services._POLICIES[workspace.pk][1])
+    live_context._CONTEXTS.entries[workspace.pk] = (time.monotonic() + 0.1, context)
+    guard_services._POLICIES.entries[workspace.pk] = (
+        time.monotonic() + 0.1, guard_services._POLICIES.entries[workspace.pk][1])
     assert ask(agent, "fresh-1", {"event": PAY}).status_code == 200
-    assert live_context._CONTEXTS[workspace.pk][0] > time.monotonic() + 1.5
-    assert guard_services._POLICIES[workspace.pk][0] > time.monotonic() + 1.5
+    assert live_context._CONTEXTS.entries[workspace.pk][0] > time.monotonic() + 1.5
+    assert guard_services._POLICIES.entries[workspace.pk][0] > time.monotonic() + 1.5
 
 
 def test_store_taken_false_decides_on_the_events_and_leaves_them_to_the_agent(agent, workspace,
